@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# System packages the tests need on a plain Debian bookworm machine:
+#  - Mesa's lavapipe (a Vulkan driver on the CPU) from bookworm-backports, because
+#    bookworm's own Mesa 22 is too old for current Dawn; it gives WebGPU a real adapter.
+#  - Debian's Chromium, for the browser test of the HTML view.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+need=()
+dpkg -s chromium >/dev/null 2>&1 || need+=(chromium)
+if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1; then
+  need+=(mesa)
+fi
+[ ${#need[@]} -eq 0 ] && { echo "system packages: already installed"; exit 0; }
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+if [ ! -f /etc/apt/sources.list.d/bookworm-backports.sources ]; then
+  $SUDO tee /etc/apt/sources.list.d/bookworm-backports.sources >/dev/null <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers libvulkan1 >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+echo "system packages: installed lavapipe ($(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)) and chromium"

@@ -1,0 +1,69 @@
+/** Allocation settings of SPEC §4. Every field is optional; defaults follow the spec. */
+export interface AllocateOptions {
+  /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
+  budget?: number | ArrayLike<number>;
+  /** Global budget mode: one integer total split across live trees by their intensity. */
+  totalBudget?: number;
+  /** Global mode floor per live tree, μ (integer >= 0). Default 1. */
+  minPerTree?: number;
+  /** ρ ∈ [0, 1): siblings with w < ρ·max w are pruned. Default 0.5. */
+  pruneRatio?: number;
+  /** λ ∈ [0, 1]: share of an open node's mass kept at the node, scaled by the group intensity. Default 0.5. */
+  widen?: number;
+  /** D0 (integer >= 1): depth of a node with uniform priority. Default 4. */
+  baseDepth?: number;
+  /** γ >= 0: how strongly priority stretches depth. Default 1. */
+  depthGain?: number;
+  /** Default 1. */
+  minDepth?: number;
+  /** Default 4·baseDepth. */
+  maxDepth?: number;
+}
+
+export interface ResolvedAllocateOptions {
+  budget: number | ArrayLike<number>;
+  totalBudget: number | undefined;
+  minPerTree: number;
+  pruneRatio: number;
+  widen: number;
+  baseDepth: number;
+  depthGain: number;
+  minDepth: number;
+  maxDepth: number;
+}
+
+export const DEFAULT_BUDGET = 16;
+
+export function resolveAllocateOptions(options: AllocateOptions = {}): ResolvedAllocateOptions {
+  const pruneRatio = options.pruneRatio ?? 0.5;
+  const widen = options.widen ?? 0.5;
+  const baseDepth = options.baseDepth ?? 4;
+  const depthGain = options.depthGain ?? 1;
+  const minDepth = options.minDepth ?? 1;
+  const maxDepth = options.maxDepth ?? 4 * baseDepth;
+  const minPerTree = options.minPerTree ?? 1;
+  const budget = options.budget ?? DEFAULT_BUDGET;
+  check(Number.isFinite(pruneRatio) && pruneRatio >= 0 && pruneRatio < 1, 'pruneRatio must be in [0, 1)', pruneRatio);
+  check(Number.isFinite(widen) && widen >= 0 && widen <= 1, 'widen must be in [0, 1]', widen);
+  check(Number.isInteger(baseDepth) && baseDepth >= 1, 'baseDepth must be an integer >= 1', baseDepth);
+  check(Number.isFinite(depthGain) && depthGain >= 0, 'depthGain must be a finite number >= 0', depthGain);
+  check(Number.isInteger(minDepth) && minDepth >= 0, 'minDepth must be an integer >= 0', minDepth);
+  check(Number.isInteger(maxDepth) && maxDepth >= minDepth, `maxDepth must be an integer >= minDepth (${minDepth})`, maxDepth);
+  check(Number.isInteger(minPerTree) && minPerTree >= 0, 'minPerTree must be an integer >= 0', minPerTree);
+  if (options.totalBudget !== undefined) {
+    check(isBudget(options.totalBudget), 'totalBudget must be an integer >= 0', options.totalBudget);
+  } else if (typeof budget === 'number') {
+    check(isBudget(budget), 'budget must be an integer >= 0', budget);
+  } else {
+    for (let t = 0; t < budget.length; t++) check(isBudget(budget[t]), `budget[${t}] must be an integer >= 0`, budget[t]);
+  }
+  return { budget, totalBudget: options.totalBudget, minPerTree, pruneRatio, widen, baseDepth, depthGain, minDepth, maxDepth };
+}
+
+function isBudget(x: number): boolean {
+  return Number.isSafeInteger(x) && x >= 0;
+}
+
+function check(ok: boolean, message: string, value: unknown): void {
+  if (!ok) throw new RangeError(`${message}, got ${String(value)}`);
+}

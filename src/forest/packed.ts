@@ -1,0 +1,245 @@
+import { describeValue, ForestError } from './errors.js';
+import type { ForestInput, NodeInput } from './input.js';
+
+/**
+ * A whole batch of rollout trees as flat typed arrays (the layout the CPU reference,
+ * the WGSL kernels and the allocator all read). A node is addressed by its global
+ * row; `row - treeOffset[tree]` is its index inside its tree.
+ *
+ * Sibling groups are CSR: group `g` has parent row `groupParent[g]` and children rows
+ * `groupChild[groupOffset[g] .. groupOffset[g+1])`, in increasing node order. Groups are
+ * ordered by tree, then by parent row, so the groups of tree `t` are
+ * `treeGroupOffset[t] .. treeGroupOffset[t+1]` and their children are contiguous.
+ */
+export interface PackedForest {
+  readonly dim: number;
+  readonly treeCount: number;
+  readonly nodeCount: number;
+  readonly groupCount: number;
+  readonly treeIds: readonly string[];
+  /** T+1 row offsets. */
+  readonly treeOffset: Int32Array;
+  /** Tree of each row. */
+  readonly nodeTree: Int32Array;
+  /** Global row of each row's parent; -1 for roots. */
+  readonly parentRow: Int32Array;
+  readonly reward: Float64Array;
+  readonly visits: Float64Array;
+  readonly uncertainty: Float64Array;
+  /** 1 when the episode ended at the node. */
+  readonly terminal: Uint8Array;
+  /** Row-major `nodeCount × dim`. */
+  readonly embedding: Float32Array;
+  readonly groupParent: Int32Array;
+  /** G+1 offsets into `groupChild`. */
+  readonly groupOffset: Int32Array;
+  /** Children rows of all groups; length `nodeCount - treeCount`. */
+  readonly groupChild: Int32Array;
+  /** T+1 offsets into the group arrays. */
+  readonly treeGroupOffset: Int32Array;
+  /** The group whose parent is this row, or -1 for a leaf. */
+  readonly childGroup: Int32Array;
+  /** The group this row is a child of, or -1 for a root. */
+  readonly parentGroup: Int32Array;
+}
+
+/** Column form of a forest, before validation and grouping. Parents are tree-local indices. */
+export interface ForestColumns {
+  dim: number;
+  treeIds: readonly string[];
+  treeOffset: Int32Array;
+  parent: Int32Array;
+  reward: Float64Array;
+  visits: Float64Array;
+  uncertainty: Float64Array;
+  terminal: Uint8Array;
+  embedding: Float32Array;
+}
+
+/**
+ * Validates column data and builds the sibling-group index. Throws `ForestError` naming the
+ * tree, node and field of the first bad value. The columns' arrays are adopted, not copied.
+ */
+export function packColumns(columns: ForestColumns): PackedForest {
+  const { dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding } = columns;
+  if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
+  const treeCount = treeIds.length;
+  if (treeOffset.length !== treeCount + 1 || treeOffset[0] !== 0) {
+    throw new ForestError({}, `treeOffset must have ${treeCount + 1} entries starting at 0`);
+  }
+  const nodeCount = treeOffset[treeCount];
+  for (const [name, col] of [['parent', parent], ['reward', reward], ['visits', visits], ['uncertainty', uncertainty], ['terminal', terminal]] as const) {
+    if (col.length !== nodeCount) throw new ForestError({ field: name }, `column has ${col.length} entries, expected ${nodeCount}`);
+  }
+  if (embedding.length !== nodeCount * dim) {
+    throw new ForestError({ field: 'embedding' }, `matrix has ${embedding.length} values, expected ${nodeCount} × ${dim}`);
+  }
+
+  const seen = new Map<string, number>();
+  const nodeTree = new Int32Array(nodeCount);
+  const parentRow = new Int32Array(nodeCount);
+  const childCount = new Int32Array(nodeCount);
+  for (let t = 0; t < treeCount; t++) {
+    const id = treeIds[t];
+    const first = seen.get(id);
+    if (first !== undefined) throw new ForestError({ tree: t, treeId: id, field: 'id' }, `duplicate tree id, first used by tree #${first}`);
+    seen.set(id, t);
+    const start = treeOffset[t];
+    const end = treeOffset[t + 1];
+    if (end <= start) throw new ForestError({ tree: t, treeId: id, field: 'nodes' }, 'a tree needs at least one node (the root)');
+    for (let row = start; row < end; row++) {
+      const v = row - start;
+      const at = (field: string) => ({ tree: t, treeId: id, node: v, field });
+      nodeTree[row] = t;
+      const p = parent[row];
+      if (v === 0) {
+        if (p !== -1) throw new ForestError(at('parent'), `the root (node 0) must have parent -1, got ${p}`);
+        parentRow[row] = -1;
+      } else {
+        if (p < 0 || p >= v) throw new ForestError(at('parent'), `must be a node index in [0, ${v - 1}] (parents come before children), got ${p}`);
+        parentRow[row] = start + p;
+        childCount[start + p]++;
+      }
+      if (!Number.isFinite(reward[row])) throw new ForestError(at('reward'), `must be a finite number, got ${describeValue(reward[row])}`);
+      const n = visits[row];
+      if (!Number.isInteger(n) || n < 0) throw new ForestError(at('visits'), `must be an integer >= 0, got ${describeValue(n)}`);
+      const u = uncertainty[row];
+      if (!Number.isFinite(u) || u < 0) throw new ForestError(at('uncertainty'), `must be a finite number >= 0, got ${describeValue(u)}`);
+      if (terminal[row] > 1) throw new ForestError(at('terminal'), `must be 0 or 1, got ${terminal[row]}`);
+      for (let d = 0, base = row * dim; d < dim; d++) {
+        const x = embedding[base + d];
+        if (!Number.isFinite(x)) throw new ForestError(at(`embedding[${d}]`), `must be a finite number, got ${describeValue(x)}`);
+      }
+    }
+  }
+
+  // Sibling groups: one per row with children, in row order (so by tree, then parent row).
+  const childGroup = new Int32Array(nodeCount).fill(-1);
+  const treeGroupOffset = new Int32Array(treeCount + 1);
+  let groupCount = 0;
+  for (let t = 0; t < treeCount; t++) {
+    treeGroupOffset[t] = groupCount;
+    for (let row = treeOffset[t]; row < treeOffset[t + 1]; row++) if (childCount[row] > 0) childGroup[row] = groupCount++;
+  }
+  treeGroupOffset[treeCount] = groupCount;
+  const groupParent = new Int32Array(groupCount);
+  const groupOffset = new Int32Array(groupCount + 1);
+  for (let row = 0, g = 0; row < nodeCount; row++) {
+    if (childCount[row] === 0) continue;
+    groupParent[g] = row;
+    groupOffset[g + 1] = groupOffset[g] + childCount[row];
+    g++;
+  }
+  const groupChild = new Int32Array(nodeCount - treeCount);
+  const parentGroup = new Int32Array(nodeCount).fill(-1);
+  const cursor = groupOffset.slice(0, groupCount);
+  for (let row = 0; row < nodeCount; row++) {
+    const p = parentRow[row];
+    if (p < 0) continue;
+    const g = childGroup[p];
+    parentGroup[row] = g;
+    groupChild[cursor[g]++] = row;
+  }
+
+  return {
+    dim, treeCount, nodeCount, groupCount, treeIds: [...treeIds], treeOffset, nodeTree, parentRow,
+    reward, visits, uncertainty, terminal, embedding, groupParent, groupOffset, groupChild,
+    treeGroupOffset, childGroup, parentGroup,
+  };
+}
+
+const FLOAT32_MAX = 3.4028234663852886e38;
+
+/**
+ * Validates a plain-object forest and packs it. Missing fields take SPEC §1 defaults;
+ * a missing `dim` is taken from the first embedding (0 when there is none).
+ */
+export function packForest(input: ForestInput): PackedForest {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new ForestError({}, 'a forest must be an object with a "trees" array');
+  const trees = input.trees;
+  if (!Array.isArray(trees)) throw new ForestError({ field: 'trees' }, `must be an array, got ${describeValue(trees)}`);
+  const dim = input.dim ?? inferDim(trees);
+  if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
+
+  const treeIds: string[] = [];
+  const treeOffset = new Int32Array(trees.length + 1);
+  for (let t = 0; t < trees.length; t++) {
+    const tree = trees[t];
+    if (tree === null || typeof tree !== 'object' || Array.isArray(tree)) throw new ForestError({ tree: t }, `a tree must be an object, got ${describeValue(tree)}`);
+    const id = treeIdOf(tree.id, t);
+    treeIds.push(id);
+    if (!Array.isArray(tree.nodes)) throw new ForestError({ tree: t, treeId: id, field: 'nodes' }, `must be an array, got ${describeValue(tree.nodes)}`);
+    if (tree.nodes.length === 0) throw new ForestError({ tree: t, treeId: id, field: 'nodes' }, 'a tree needs at least one node (the root)');
+    treeOffset[t + 1] = treeOffset[t] + tree.nodes.length;
+  }
+  const nodeCount = treeOffset[trees.length];
+  const parent = new Int32Array(nodeCount);
+  const reward = new Float64Array(nodeCount);
+  const visits = new Float64Array(nodeCount);
+  const uncertainty = new Float64Array(nodeCount);
+  const terminal = new Uint8Array(nodeCount);
+  const embedding = new Float32Array(nodeCount * dim);
+
+  for (let t = 0; t < trees.length; t++) {
+    const nodes = trees[t].nodes;
+    for (let v = 0; v < nodes.length; v++) {
+      const row = treeOffset[t] + v;
+      const node = nodes[v] as NodeInput | null;
+      const at = (field?: string) => ({ tree: t, treeId: treeIds[t], node: v, field });
+      if (node === null || typeof node !== 'object' || Array.isArray(node)) throw new ForestError(at(), `a node must be an object, got ${describeValue(node)}`);
+      const p = node.parent ?? (v === 0 ? -1 : undefined);
+      if (p === undefined) throw new ForestError(at('parent'), 'is required for every node but the root');
+      if (typeof p !== 'number' || !Number.isInteger(p)) throw new ForestError(at('parent'), `must be an integer, got ${describeValue(p)}`);
+      if (Math.abs(p) > 0x7fffffff) throw new ForestError(at('parent'), `must be a node index before this node, got ${p}`);
+      parent[row] = p; // the range against the node index is checked in packColumns
+      reward[row] = numberField(node.reward, 0, at('reward'));
+      visits[row] = numberField(node.visits, 0, at('visits'));
+      uncertainty[row] = numberField(node.uncertainty, 0, at('uncertainty'));
+      const term = node.terminal ?? false;
+      if (typeof term !== 'boolean') throw new ForestError(at('terminal'), `must be true or false, got ${describeValue(term)}`);
+      terminal[row] = term ? 1 : 0;
+      const e = node.embedding;
+      if (e === undefined || e === null) {
+        if (dim > 0) throw new ForestError(at('embedding'), `is required when dim > 0 (dim = ${dim})`);
+        continue;
+      }
+      if (!isArrayLikeOfNumbers(e)) throw new ForestError(at('embedding'), `must be an array of ${dim} numbers, got ${describeValue(e)}`);
+      if (e.length !== dim) throw new ForestError(at('embedding'), `must have ${dim} numbers (dim), got ${e.length}`);
+      for (let d = 0; d < dim; d++) {
+        const x = e[d];
+        if (typeof x !== 'number' || !Number.isFinite(x)) throw new ForestError(at(`embedding[${d}]`), `must be a finite number, got ${describeValue(x)}`);
+        if (Math.abs(x) > FLOAT32_MAX) throw new ForestError(at(`embedding[${d}]`), `is beyond the float32 range embeddings are stored in, got ${x}`);
+        embedding[row * dim + d] = x;
+      }
+    }
+  }
+  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding });
+}
+
+function inferDim(trees: readonly unknown[]): number {
+  for (const tree of trees) {
+    const nodes = (tree as { nodes?: unknown } | null)?.nodes;
+    if (!Array.isArray(nodes)) continue;
+    for (const node of nodes) {
+      const e = (node as { embedding?: unknown } | null)?.embedding;
+      if (isArrayLikeOfNumbers(e)) return e.length;
+    }
+  }
+  return 0;
+}
+
+export function treeIdOf(id: unknown, position: number): string {
+  if (id === undefined) return String(position);
+  if (typeof id !== 'string') throw new ForestError({ tree: position, field: 'id' }, `must be a string, got ${describeValue(id)}`);
+  return id;
+}
+
+function numberField(value: unknown, fallback: number, at: { tree: number; treeId: string; node: number; field?: string }): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number') throw new ForestError(at, `must be a number, got ${describeValue(value)}`);
+  return value; // range checks live in packColumns
+}
+
+function isArrayLikeOfNumbers(value: unknown): value is ArrayLike<number> {
+  return Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
+}

@@ -1,0 +1,48 @@
+import type { PackedForest } from '../forest/packed.js';
+
+/** The two learnable scalars of SPEC §2, given in natural (not log) space. */
+export interface ScoreParams {
+  /** α > 0: how strongly semantic distance damps the contrast response. Default 1. */
+  alpha: number;
+  /** τ > 0: softmax temperature of the priority weights. Default 0.5. */
+  tau: number;
+}
+
+export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, tau: 0.5 });
+
+/** ε of the contrast response c = Δ / (Δ + α·d + ε). */
+export const CONTRAST_EPSILON = 1e-6;
+
+export type RealArray = Float64Array | Float32Array;
+
+/**
+ * Scores of a packed forest. Per-node arrays are indexed by global row; root rows hold
+ * contrast 0, weight 1 and zero gradients (a root belongs to no group). `intensity` is
+ * indexed by group.
+ */
+export interface Scores {
+  readonly contrast: RealArray;
+  readonly weight: RealArray;
+  readonly gradAlpha: RealArray;
+  readonly gradTau: RealArray;
+  readonly intensity: RealArray;
+  readonly params: Readonly<ScoreParams>;
+  /** Which backend produced them. */
+  readonly backend: 'cpu' | 'gpu';
+}
+
+/** One scoring backend. Both backends read the same `PackedForest`. */
+export interface Scorer {
+  readonly backend: 'cpu' | 'gpu';
+  score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores>;
+  /** Frees what the backend holds (GPU device, pools). Idempotent. */
+  destroy(): void;
+}
+
+export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
+  const alpha = params?.alpha ?? DEFAULT_PARAMS.alpha;
+  const tau = params?.tau ?? DEFAULT_PARAMS.tau;
+  if (!(alpha > 0) || !Number.isFinite(alpha)) throw new RangeError(`alpha must be a finite number > 0, got ${alpha}`);
+  if (!(tau > 0) || !Number.isFinite(tau)) throw new RangeError(`tau must be a finite number > 0, got ${tau}`);
+  return { alpha, tau };
+}

@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+// dawn.node segfaults under worker threads: keep the default process-per-file `forks` pool.
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+  },
+});
