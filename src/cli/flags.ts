@@ -1,0 +1,106 @@
+import type { AllocateOptions } from '../allocate/options.js';
+import type { Backend } from '../score/select.js';
+import type { ScoreParams } from '../score/types.js';
+
+/** Bad flags or arguments: the CLI prints the message on one line and exits with 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+type FlagKind = 'int' | 'number' | 'string' | 'boolean' | readonly string[];
+export type FlagDefs = Record<string, FlagKind>;
+export type FlagValues = Record<string, number | string | boolean | undefined>;
+
+/**
+ * Parses `--name value`, `--name=value` and boolean `--name`. Unknown flags, missing values and
+ * values of the wrong kind are `UsageError`s that name the flag.
+ */
+export function parseFlags(argv: readonly string[], defs: FlagDefs): { values: FlagValues; positionals: string[] } {
+  const values: FlagValues = {};
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--') || arg === '-') { positionals.push(arg); continue; }
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const kind = defs[name];
+    if (kind === undefined) throw new UsageError(`unknown flag --${name}`);
+    if (kind === 'boolean') {
+      if (eq >= 0) throw new UsageError(`--${name} takes no value`);
+      values[name] = true;
+      continue;
+    }
+    let raw: string | undefined = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
+    if (raw === undefined) throw new UsageError(`--${name} needs a value`);
+    if (Array.isArray(kind)) {
+      if (!kind.includes(raw)) throw new UsageError(`--${name} must be one of ${kind.join(', ')}, got ${JSON.stringify(raw)}`);
+      values[name] = raw;
+    } else if (kind === 'string') {
+      values[name] = raw;
+    } else {
+      raw = raw.trim();
+      const n = raw === '' ? NaN : Number(raw);
+      if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(raw)}`);
+      if (kind === 'int' && !Number.isSafeInteger(n)) throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(raw)}`);
+      values[name] = n;
+    }
+  }
+  return { values, positionals };
+}
+
+/** The scoring and allocation flags of `trace-alloc score` (SPEC §5), shared by `viz` and `demo`. */
+export const SCORE_FLAGS = {
+  budget: 'int',
+  'total-budget': 'int',
+  'min-per-tree': 'int',
+  alpha: 'number',
+  tau: 'number',
+  'prune-ratio': 'number',
+  widen: 'number',
+  'base-depth': 'int',
+  'depth-gain': 'number',
+  'max-depth': 'int',
+  backend: ['auto', 'gpu', 'cpu'],
+} as const satisfies FlagDefs;
+
+export interface ScoreSettings {
+  params: ScoreParams;
+  allocate: AllocateOptions;
+  backend: Backend;
+}
+
+/** Turns parsed score flags into library settings, checking ranges so errors name the flag. */
+export function scoreSettings(values: FlagValues): ScoreSettings {
+  const num = (name: string) => values[name] as number | undefined;
+  if (num('budget') !== undefined && num('total-budget') !== undefined) throw new UsageError('--budget and --total-budget exclude each other');
+  if (num('min-per-tree') !== undefined && num('total-budget') === undefined) throw new UsageError('--min-per-tree needs --total-budget');
+  const check = (name: string, ok: (x: number) => boolean, what: string) => {
+    const x = num(name);
+    if (x !== undefined && !ok(x)) throw new UsageError(`--${name} must be ${what}, got ${x}`);
+  };
+  check('budget', (x) => x >= 0, 'an integer >= 0');
+  check('total-budget', (x) => x >= 0, 'an integer >= 0');
+  check('min-per-tree', (x) => x >= 0, 'an integer >= 0');
+  check('alpha', (x) => x > 0, 'a number > 0');
+  check('tau', (x) => x > 0, 'a number > 0');
+  check('prune-ratio', (x) => x >= 0 && x < 1, 'in [0, 1)');
+  check('widen', (x) => x >= 0 && x <= 1, 'in [0, 1]');
+  check('base-depth', (x) => x >= 1, 'an integer >= 1');
+  check('depth-gain', (x) => x >= 0, 'a number >= 0');
+  check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
+  const allocate: AllocateOptions = {
+    budget: num('budget'),
+    totalBudget: num('total-budget'),
+    minPerTree: num('min-per-tree'),
+    pruneRatio: num('prune-ratio'),
+    widen: num('widen'),
+    baseDepth: num('base-depth'),
+    depthGain: num('depth-gain'),
+    maxDepth: num('max-depth'),
+  };
+  return {
+    params: { alpha: num('alpha') ?? 1, tau: num('tau') ?? 0.5 },
+    allocate,
+    backend: (values.backend as Backend | undefined) ?? 'auto',
+  };
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+import { ForestError } from '../forest/errors.js';
+import { UsageError } from './flags.js';
+
+const USAGE = `trace-alloc — TRACE rollout allocation for tree-structured agentic RL
+
+usage:
+  trace-alloc score FILE|- [flags]   score a forest and write the allocation plan (JSON)
+  trace-alloc demo [flags]           the main job on a seeded synthetic batch, with a summary
+  trace-alloc --version
+
+Run 'trace-alloc <command> --help' for a command's flags.`;
+
+// Mesa's Vulkan drivers warn on stderr without a runtime dir; give them one before WebGPU loads.
+process.env.XDG_RUNTIME_DIR ??= '/tmp';
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) return printHelp(command);
+  switch (command) {
+    case 'score':
+      return (await import('./score.js')).runScore(rest);
+    case 'demo':
+      return (await import('./demo.js')).runDemo(rest);
+    case '--version':
+    case '-v':
+      process.stdout.write(`${await version()}\n`);
+      return 0;
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
+      process.stdout.write(`${USAGE}\n`);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo)`);
+  }
+}
+
+async function printHelp(command: string | undefined): Promise<number> {
+  if (command === 'score') process.stdout.write(`${(await import('./score.js')).SCORE_USAGE}\n`);
+  else if (command === 'demo') process.stdout.write(`${(await import('./demo.js')).DEMO_USAGE}\n`);
+  else process.stdout.write(`${USAGE}\n`);
+  return 0;
+}
+
+async function version(): Promise<string> {
+  const { readFileSync } = await import('node:fs');
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Bad input and bad flags exit 2 with one line; anything else is our fault and exits 1. */
+function exitCodeFor(err: unknown): number {
+  return err instanceof UsageError || err instanceof ForestError || err instanceof RangeError ? 2 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (err: unknown) => {
+    const code = exitCodeFor(err);
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`trace-alloc: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+    if (code === 1 && process.env.TRACE_ALLOC_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = code;
+  },
+);

@@ -1,0 +1,29 @@
+import { allocate } from '../allocate/allocate.js';
+import { planToJson } from '../allocate/plan.js';
+import { loadForestFile } from '../forest/load.js';
+import { createScorer } from '../score/select.js';
+import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { writeResult } from './output.js';
+
+export const SCORE_USAGE = `usage: trace-alloc score FILE|- [--budget N | --total-budget N [--min-per-tree M]]
+         [--alpha A] [--tau T] [--prune-ratio R] [--widen L] [--base-depth D]
+         [--depth-gain G] [--max-depth X] [--backend auto|gpu|cpu] [--scores] [--out FILE]`;
+
+/** `trace-alloc score`: forest file → plan JSON (SPEC §5). Nothing is written unless everything succeeded. */
+export async function runScore(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, { ...SCORE_FLAGS, scores: 'boolean', out: 'string' });
+  if (positionals.length !== 1) throw new UsageError(`score needs exactly one FILE (or - for standard input), got ${positionals.length}`);
+  const settings = scoreSettings(values);
+  const forest = loadForestFile(positionals[0]);
+  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  let plan;
+  try {
+    const scores = await scorer.score(forest, settings.params);
+    const allocation = allocate(forest, scores, settings.allocate);
+    plan = planToJson(forest, scores, allocation, { includeScores: values.scores === true });
+  } finally {
+    scorer.destroy();
+  }
+  writeResult(`${JSON.stringify(plan)}\n`, values.out as string | undefined);
+  return 0;
+}

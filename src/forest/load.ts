@@ -1,0 +1,116 @@
+import { readFileSync } from 'node:fs';
+import { describeValue, ForestError } from './errors.js';
+import type { ForestInput, TreeInput } from './input.js';
+import { packForest, type PackedForest } from './packed.js';
+
+export type ForestFormat = 'json' | 'jsonl';
+
+/**
+ * Parses forest text (SPEC §5) and packs it. Without a format, a text that is one JSON object
+ * with `trees` is JSON and anything else is JSON Lines. `NaN`/`Infinity` tokens, which Python's
+ * `json` module writes by default, parse as numbers so that validation rejects them with the
+ * tree, node and field named rather than a bare syntax error.
+ */
+export function parseForest(text: string, format?: ForestFormat): PackedForest {
+  if (text.trim().length === 0) throw new ForestError({}, 'the input is empty: expected a forest in JSON or JSON Lines');
+  if (format === 'jsonl') return packForest(parseJsonLines(text));
+  if (format === 'json') return packForest(parseJsonForest(text));
+  let whole: unknown;
+  try {
+    whole = parseJsonLenient(text);
+  } catch {
+    return packForest(parseJsonLines(text));
+  }
+  if (whole !== null && typeof whole === 'object' && !Array.isArray(whole) && !('trees' in whole) && 'nodes' in whole) {
+    return packForest({ trees: [whole as TreeInput] }); // a JSON Lines file of one tree
+  }
+  return packForest(asForestObject(whole));
+}
+
+/** Reads a forest from a path (`-` reads stdin). `.jsonl`/`.ndjson` are JSON Lines, `.json` is JSON; anything else is sniffed. */
+export function loadForestFile(path: string): PackedForest {
+  let text: string;
+  try {
+    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ERR_STRING_TOO_LONG') throw new ForestError({}, `${path} is too large to read as one string; split it into JSON Lines files`);
+    throw new ForestError({}, `cannot read ${path === '-' ? 'standard input' : path}: ${e.code ?? e.message}`);
+  }
+  const lower = path.toLowerCase();
+  const format: ForestFormat | undefined = lower.endsWith('.jsonl') || lower.endsWith('.ndjson') ? 'jsonl' : lower.endsWith('.json') ? 'json' : undefined;
+  return parseForest(text, format);
+}
+
+function parseJsonForest(text: string): ForestInput {
+  let value: unknown;
+  try {
+    value = parseJsonLenient(text);
+  } catch (err) {
+    throw new ForestError({}, `not valid JSON: ${(err as Error).message}`);
+  }
+  return asForestObject(value);
+}
+
+function asForestObject(value: unknown): ForestInput {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ForestError({}, `a JSON forest must be an object {"dim", "trees"}, got ${describeValue(value)}`);
+  }
+  return value as ForestInput;
+}
+
+function parseJsonLines(text: string): ForestInput {
+  const trees: TreeInput[] = [];
+  let lineNumber = 0;
+  for (const line of text.split('\n')) {
+    lineNumber++;
+    if (line.trim().length === 0) continue;
+    let value: unknown;
+    try {
+      value = parseJsonLenient(line);
+    } catch (err) {
+      throw new ForestError({ line: lineNumber, tree: trees.length }, `not valid JSON: ${(err as Error).message}`);
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      throw new ForestError({ line: lineNumber, tree: trees.length }, `each line must be a tree object {"id", "nodes"}, got ${describeValue(value)}`);
+    }
+    trees.push(value as TreeInput);
+  }
+  if (trees.length === 0) throw new ForestError({}, 'the input is empty: expected one tree object per line');
+  return { trees };
+}
+
+const SENTINEL = '\u0000';
+
+/** JSON.parse, plus the non-standard number tokens NaN, Infinity and -Infinity outside strings. */
+export function parseJsonLenient(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    if (!/NaN|Infinity/.test(text)) throw err;
+  }
+  let out = '';
+  let last = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92 /* \ */) i++;
+      else if (ch === 34 /* " */) inString = false;
+      continue;
+    }
+    if (ch === 34) { inString = true; continue; }
+    for (const token of ['-Infinity', 'Infinity', 'NaN']) {
+      if (text.startsWith(token, i)) {
+        out += `${text.slice(last, i)}"\\u0000${token}"`;
+        i += token.length - 1;
+        last = i + 1;
+        break;
+      }
+    }
+  }
+  out += text.slice(last);
+  return JSON.parse(out, (_key, value: unknown) =>
+    typeof value === 'string' && value.startsWith(SENTINEL) ? Number(value.slice(1)) : value,
+  );
+}
