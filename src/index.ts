@@ -9,3 +9,7 @@ export { resolveAllocateOptions, DEFAULT_BUDGET, type AllocateOptions, type Reso
 export { planToJson, type PlanJson, type TreePlan, type NodeAllocation, type NodeScore, type GroupScore } from './allocate/plan.js';
 export { generateForest, generateRegularForest, type RandomShape, type RegularShape, type SynthFeatures } from './synth/generate.js';
 export { Rng } from './util/random.js';
+export { outcomeVarianceGains, MIN_NEW_ROLLOUTS, type Gains } from './learn/gain.js';
+export { objectiveGradient, type ObjectiveGradient } from './learn/gradient.js';
+export { createLearnState, ascend, learnedParams, learnStateFromJson, resolveLearnOptions, ALPHA_RANGE, TAU_RANGE, type LearnState, type LearnOptions, type ResolvedLearnOptions } from './learn/state.js';
+export { learnStep, type LearnStepResult } from './learn/learn.js';
