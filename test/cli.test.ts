@@ -1,0 +1,142 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PlanJson } from '../src/allocate/plan.js';
+import { runCli } from './cli-helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const forest = {
+  dim: 2,
+  trees: [
+    {
+      id: 'q17',
+      nodes: [
+        { parent: -1, reward: 0.5, visits: 4, uncertainty: 0.2, embedding: [1, 0] },
+        { parent: 0, reward: 1, visits: 2, uncertainty: 0.1, embedding: [1, 0.01] },
+        { parent: 0, reward: 0, visits: 2, uncertainty: 0.1, embedding: [1, 0.02] },
+        { parent: 0, reward: 0.5, visits: 2, uncertainty: 0.1, embedding: [0, 1] },
+        { parent: 1, terminal: true, reward: 1, visits: 1, embedding: [1, 1] },
+      ],
+    },
+    { id: 'done', nodes: [{ parent: -1, terminal: true, embedding: [0, 0] }] },
+  ],
+};
+const file = join(dir, 'forest.json');
+writeFileSync(file, JSON.stringify(forest));
+
+function plan(stdout: string): PlanJson {
+  return JSON.parse(stdout) as PlanJson;
+}
+
+describe('trace-alloc score', () => {
+  it('writes the SPEC §5 plan to stdout', () => {
+    const r = runCli(['score', file, '--backend', 'cpu']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const p = plan(r.stdout);
+    expect(p.params).toEqual({ alpha: 1, tau: 0.5 });
+    expect(p.trees.map((t) => t.id)).toEqual(['q17', 'done']);
+    const [q, done] = p.trees;
+    expect(Object.keys(q)).toEqual(['id', 'budget', 'unallocated', 'allocations', 'pruned']);
+    expect(q.budget).toBe(16);
+    expect(q.allocations.reduce((s, a) => s + a.branches, 0)).toBe(16);
+    expect(q.allocations.map((a) => a.node)).toEqual([...q.allocations.map((a) => a.node)].sort((a, b) => a - b));
+    expect(done).toEqual({ id: 'done', budget: 16, unallocated: 16, allocations: [], pruned: [] });
+  });
+
+  it('adds scores and groups with --scores, and honours the scoring flags', () => {
+    const r = runCli(['score', file, '--scores', '--alpha', '2', '--tau=0.25', '--budget', '7', '--backend', 'cpu']);
+    expect(r.code).toBe(0);
+    const q = plan(r.stdout).trees[0];
+    expect(plan(r.stdout).params).toEqual({ alpha: 2, tau: 0.25 });
+    expect(q.scores?.map((s) => s.node)).toEqual([1, 2, 3, 4]);
+    expect(Object.keys(q.scores![0])).toEqual(['node', 'contrast', 'weight', 'gradAlpha', 'gradTau']);
+    expect(q.groups).toEqual([
+      { parent: 0, intensity: expect.any(Number) },
+      { parent: 1, intensity: 0 },
+    ]);
+    expect(q.allocations.reduce((s, a) => s + a.branches, 0)).toBe(7);
+  });
+
+  it('reads standard input and JSON Lines', () => {
+    const stdin = runCli(['score', '-', '--backend', 'cpu'], JSON.stringify(forest));
+    expect(stdin.code).toBe(0);
+    const jsonl = join(dir, 'forest.jsonl');
+    writeFileSync(jsonl, forest.trees.map((t) => JSON.stringify(t)).join('\n') + '\n');
+    const lines = runCli(['score', jsonl, '--backend', 'cpu']);
+    expect(lines.code).toBe(0);
+    expect(plan(lines.stdout)).toEqual(plan(stdin.stdout));
+  });
+
+  it('splits a global budget across live trees', () => {
+    const r = runCli(['score', file, '--total-budget', '10', '--min-per-tree', '2', '--backend', 'cpu']);
+    expect(r.code).toBe(0);
+    const p = plan(r.stdout);
+    expect(p.trees.map((t) => t.budget)).toEqual([10, 0]);
+    expect(p.trees[0].allocations.reduce((s, a) => s + a.branches, 0)).toBe(10);
+  });
+
+  it('writes --out atomically and leaves no file behind on an error', () => {
+    const out = join(dir, 'plan.json');
+    expect(runCli(['score', file, '--out', out, '--backend', 'cpu']).code).toBe(0);
+    expect(plan(readFileSync(out, 'utf8')).trees).toHaveLength(2);
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ dim: 2, trees: [{ nodes: [{ parent: -1, embedding: [1] }] }] }));
+    const missing = join(dir, 'never.json');
+    const r = runCli(['score', bad, '--out', missing, '--backend', 'cpu']);
+    expect(r.code).toBe(2);
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  const bad: Array<[string, string[], RegExp]> = [
+    ['an unknown flag', ['--budgte', '3'], /unknown flag --budgte/],
+    ['a negative budget', ['--budget', '-1'], /--budget must be an integer >= 0/],
+    ['a fractional budget', ['--budget', '1.5'], /--budget must be an integer/],
+    ['both budget modes', ['--budget', '3', '--total-budget', '9'], /exclude each other/],
+    ['--min-per-tree alone', ['--min-per-tree', '2'], /needs --total-budget/],
+    ['a prune ratio of 1', ['--prune-ratio', '1'], /--prune-ratio must be in \[0, 1\)/],
+    ['a zero tau', ['--tau', '0'], /--tau must be a number > 0/],
+    ['a bad backend', ['--backend', 'tpu'], /--backend must be one of auto, gpu, cpu/],
+    ['a flag without its value', ['--alpha'], /--alpha needs a value/],
+    ['a total budget below the per-tree floor', ['--total-budget', '1', '--min-per-tree', '2'], /below minPerTree/],
+  ];
+  for (const [name, flags, message] of bad) {
+    it(`exits 2 with one line on ${name}`, () => {
+      const r = runCli(['score', file, '--backend', 'cpu', ...flags]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    });
+  }
+
+  it('exits 2 naming the tree, node and field of bad input', () => {
+    const bad = join(dir, 'nan.json');
+    writeFileSync(bad, '{"dim":0,"trees":[{"id":"x","nodes":[{"parent":-1},{"parent":0,"visits":-2}]}]}');
+    const r = runCli(['score', bad, '--backend', 'cpu']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('trace-alloc: tree "x" (#0), node 1, field "visits": must be an integer >= 0, got -2\n');
+    expect(runCli(['score', join(dir, 'absent.json')]).code).toBe(2);
+    writeFileSync(join(dir, 'empty.json'), '');
+    expect(runCli(['score', join(dir, 'empty.json')]).stderr).toMatch(/empty/);
+  });
+
+  it('prints help and rejects unknown commands', () => {
+    expect(runCli(['score', '--help']).stdout).toMatch(/--total-budget N/);
+    expect(runCli(['frobnicate']).code).toBe(2);
+  });
+});
+
+describe('trace-alloc demo', () => {
+  it('prints a summary with the time per phase', () => {
+    const r = runCli(['demo', '--trees', '64', '--seed', '3', '--backend', 'cpu']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/64 synthetic rollout trees \(seed 3, dim 64\), scored on cpu/);
+    for (const phase of ['generate + pack', 'score (cpu)', 'allocate', 'total']) expect(r.stdout).toContain(phase);
+    expect(r.stdout).toMatch(/budget +1,024 rollouts: 1,024 placed/);
+    expect(r.stdout).toMatch(/most contested forks/);
+  });
+});
