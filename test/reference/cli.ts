@@ -1,0 +1,49 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Plan, SpecParams } from './spec.js';
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI (`npm test` builds dist/ with tsc before vitest). */
+export function runCli(args: readonly string[], input?: string): CliResult {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build with \`npx tsc -p tsconfig.json\` first`);
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, encoding: 'utf8', input, maxBuffer: 256 << 20 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The SPEC §5 score flags for a parameter set; defaults are spelled out only when `explicit` says so. */
+export function scoreFlags(p: SpecParams, explicit: Partial<Record<keyof SpecParams, boolean>> = {}): string[] {
+  const f: string[] = [];
+  const put = (flag: string, value: number, dflt: number | undefined, key: keyof SpecParams) => {
+    if (value !== dflt || explicit[key]) f.push(flag, String(value));
+  };
+  put('--alpha', p.alpha, 1, 'alpha');
+  put('--tau', p.tau, 0.5, 'tau');
+  put('--prune-ratio', p.pruneRatio, 0.5, 'pruneRatio');
+  put('--widen', p.widen, 0.5, 'widen');
+  put('--base-depth', p.baseDepth, 4, 'baseDepth');
+  put('--depth-gain', p.depthGain, 1, 'depthGain');
+  if (p.maxDepth !== undefined) f.push('--max-depth', String(p.maxDepth));
+  if (p.budget.kind === 'perTree') put('--budget', p.budget.budget, 16, 'budget');
+  else {
+    f.push('--total-budget', String(p.budget.total));
+    if (p.budget.minPerTree !== 1 || explicit.budget) f.push('--min-per-tree', String(p.budget.minPerTree));
+  }
+  return f;
+}
+
+/** `trace-alloc score FILE --scores --backend cpu [flags]`, parsed; throws with stderr on a non-zero exit. */
+export function scoreFile(file: string, params: SpecParams, opts: { scores?: boolean; explicit?: Partial<Record<keyof SpecParams, boolean>> } = {}): Plan {
+  const args = ['score', file, ...(opts.scores === false ? [] : ['--scores']), '--backend', 'cpu', ...scoreFlags(params, opts.explicit)];
+  const r = runCli(args);
+  if (r.status !== 0) throw new Error(`trace-alloc ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
+  return JSON.parse(r.stdout) as Plan;
+}
