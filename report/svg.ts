@@ -21,7 +21,7 @@ export interface LineChartOptions {
 
 export interface BarGroup {
   name: string;
-  /** One value per category. */
+  /** One value per category; NaN marks a category this group has no value for (no bar is drawn). */
   values: number[];
   /** Error bars as absolute [lo, hi], one per category. */
   errors?: Array<[number, number]>;
@@ -275,10 +275,12 @@ export function barChart(o: BarChartOptions): string {
       throw new Error(`barChart "${o.title}": group "${g.name}" has ${g.errors.length} error bars for ${o.categories.length} categories`);
     }
     g.values.forEach((v, i) => {
+      if (Number.isNaN(v)) return;
       checkValue(v, logY, () => `barChart "${o.title}": group "${g.name}" value for "${o.categories[i]}"`);
       ys.push(v);
     });
     g.errors?.forEach(([lo, hi], i) => {
+      if (Number.isNaN(g.values[i] as number)) return;
       checkValue(lo, logY, () => `barChart "${o.title}": group "${g.name}" error lo for "${o.categories[i]}"`);
       checkValue(hi, logY, () => `barChart "${o.title}": group "${g.name}" error hi for "${o.categories[i]}"`);
       ys.push(lo, hi);
@@ -309,6 +311,7 @@ export function barChart(o: BarChartOptions): string {
     }
     o.groups.forEach((g, gi) => {
       const colour = PALETTE[gi % PALETTE.length] as string;
+      if (Number.isNaN(g.values[ci] as number)) return;
       const x0 = box.left + slot * ci + slot * 0.1 + barW * gi;
       const top = y(g.values[ci] as number);
       const y0 = Math.min(top, base);

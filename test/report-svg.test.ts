@@ -128,3 +128,13 @@ describe('markdownTable', () => {
     expect(escapeXml(`a<b>&"c'`)).toBe('a&lt;b&gt;&amp;&quot;c&#39;');
   });
 });
+
+describe('barChart missing values', () => {
+  it('draws no bar (and no whisker) for NaN values', () => {
+    const svg = barChart({ title: 't', yLabel: 'y', logY: true, categories: ['a', 'b', 'c'], groups: [{ name: 'g', values: [1, Number.NaN, 3], errors: [[0.5, 2], [Number.NaN, Number.NaN], [2, 4]] }] });
+    assertWellFormed(svg);
+    expect(svg.match(/class="bar"/g)).toHaveLength(2);
+    expect(svg.match(/class="error"/g)).toHaveLength(2);
+    expect(() => barChart({ title: 't', yLabel: 'y', categories: ['a'], groups: [{ name: 'inf', values: [Number.POSITIVE_INFINITY] }] })).toThrow(/finite/);
+  });
+});
