@@ -13,13 +13,13 @@ export type ForestFormat = 'json' | 'jsonl';
  */
 export function parseForest(text: string, format?: ForestFormat): PackedForest {
   if (text.trim().length === 0) throw new ForestError({}, 'the input is empty: expected a forest in JSON or JSON Lines');
-  if (format === 'jsonl') return packForest(parseJsonLines(text));
+  if (format === 'jsonl') return packForest(parseJsonLines(text.split('\n')));
   if (format === 'json') return packForest(parseJsonForest(text));
   let whole: unknown;
   try {
     whole = parseJsonLenient(text);
   } catch {
-    return packForest(parseJsonLines(text));
+    return packForest(parseJsonLines(text.split('\n')));
   }
   if (whole !== null && typeof whole === 'object' && !Array.isArray(whole) && !('trees' in whole) && 'nodes' in whole) {
     return packForest({ trees: [whole as TreeInput] }); // a JSON Lines file of one tree
@@ -27,19 +27,40 @@ export function parseForest(text: string, format?: ForestFormat): PackedForest {
   return packForest(asForestObject(whole));
 }
 
-/** Reads a forest from a path (`-` reads stdin). `.jsonl`/`.ndjson` are JSON Lines, `.json` is JSON; anything else is sniffed. */
+/**
+ * Reads a forest from a path (`-` reads stdin). `.jsonl`/`.ndjson` are JSON Lines, `.json` is
+ * JSON; anything else is sniffed. JSON Lines is decoded line by line from the bytes, so files
+ * beyond V8's ~512 MiB string limit still load.
+ */
 export function loadForestFile(path: string): PackedForest {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+    bytes = readFileSync(path === '-' ? 0 : path);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ERR_STRING_TOO_LONG') throw new ForestError({}, `${path} is too large to read as one string; split it into JSON Lines files`);
     throw new ForestError({}, `cannot read ${path === '-' ? 'standard input' : path}: ${e.code ?? e.message}`);
   }
   const lower = path.toLowerCase();
   const format: ForestFormat | undefined = lower.endsWith('.jsonl') || lower.endsWith('.ndjson') ? 'jsonl' : lower.endsWith('.json') ? 'json' : undefined;
-  return parseForest(text, format);
+  if (format === 'jsonl') return packForest(parseJsonLines(linesOf(bytes)));
+  if (bytes.length >= MAX_STRING_BYTES) {
+    if (format === 'json') throw new ForestError({}, `${path} is ${bytes.length} bytes, too large for one JSON document; write it as JSON Lines (.jsonl) instead`);
+    return packForest(parseJsonLines(linesOf(bytes)));
+  }
+  return parseForest(bytes.toString('utf8'), format);
+}
+
+/** V8's maximum string length in UTF-16 units (bytes are an upper bound on that). */
+const MAX_STRING_BYTES = 0x1fffffe8;
+
+function* linesOf(bytes: Buffer): Generator<string> {
+  let start = 0;
+  while (start < bytes.length) {
+    let end = bytes.indexOf(10, start);
+    if (end < 0) end = bytes.length;
+    yield bytes.toString('utf8', start, end);
+    start = end + 1;
+  }
 }
 
 function parseJsonForest(text: string): ForestInput {
@@ -59,10 +80,10 @@ function asForestObject(value: unknown): ForestInput {
   return value as ForestInput;
 }
 
-function parseJsonLines(text: string): ForestInput {
+function parseJsonLines(lines: Iterable<string>): ForestInput {
   const trees: TreeInput[] = [];
   let lineNumber = 0;
-  for (const line of text.split('\n')) {
+  for (const line of lines) {
     lineNumber++;
     if (line.trim().length === 0) continue;
     let value: unknown;
