@@ -1,0 +1,28 @@
+import type { ScoreParams } from '../score/types.js';
+import { LiveCpuScorer } from './score-cpu.js';
+import type { LiveStore } from './store.js';
+
+/**
+ * Where a live forest's dirty groups get scored. A backend reads the store's columns (and, on
+ * the GPU, keeps its own device copy in step with them) and writes the scores of the listed
+ * groups into the store's score columns.
+ */
+export interface LiveBackend {
+  readonly kind: 'cpu' | 'gpu';
+  /** Called once, when the live forest is built around its store. */
+  attach(store: LiveStore): void;
+  /** Scores `count` groups, named by parent row in `parents[0 .. count)`. */
+  score(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void>;
+  destroy(): void;
+}
+
+/** The float64 reference, one group at a time. */
+export class CpuLiveBackend implements LiveBackend {
+  readonly kind = 'cpu' as const;
+  private readonly scorer = new LiveCpuScorer();
+  attach(): void {}
+  async score(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void> {
+    this.scorer.score(store, params, parents, count);
+  }
+  destroy(): void {}
+}

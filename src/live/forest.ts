@@ -1,0 +1,204 @@
+import type { GroupScore, NodeAllocation, NodeScore, PlanJson, TreePlan } from '../allocate/plan.js';
+import type { NodeInput, TreeInput } from '../forest/input.js';
+import type { PackedForest } from '../forest/packed.js';
+import { resolveParams, type ScoreParams } from '../score/types.js';
+import type { LiveBackend } from './backend.js';
+import { LivePlanner, type LivePlanOptions, type LivePlanSummary } from './plan.js';
+import { LiveStore, type NodeUpdate } from './store.js';
+
+export interface LiveStats {
+  backend: 'cpu' | 'gpu';
+  dim: number;
+  trees: number;
+  nodes: number;
+  groups: number;
+  /** Groups waiting to be re-scored. */
+  dirtyGroups: number;
+  /** Rows reserved (tree slabs with their spare rows, including freed slabs). */
+  capacityRows: number;
+  params: ScoreParams;
+  /** Totals since creation. */
+  rescores: number;
+  rescoredGroups: number;
+  plans: number;
+  replannedTrees: number;
+}
+
+/**
+ * A forest that changes while it is being planned: trees join and leave, nodes are appended,
+ * rollouts finish and feed rewards back. Each change marks the sibling groups it affects;
+ * `rescore()` scores only those, and `plan()` re-allocates only the trees whose scores,
+ * liveness or budget changed. Scores and plans always equal a from-scratch `score` +
+ * `allocate` of the same forest (within SPEC tolerances on the GPU).
+ *
+ * Mutations are synchronous and atomic (validated first, a `LiveError` names the tree, node
+ * and field); scoring is asynchronous because the GPU backend is.
+ */
+export class LiveForest {
+  readonly store: LiveStore;
+  private readonly planner: LivePlanner;
+  private params: ScoreParams;
+  private dirtyScratch = new Int32Array(0);
+  private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
+  private planned = false;
+
+  constructor(dim: number, private readonly backend: LiveBackend, params?: Partial<ScoreParams>) {
+    this.store = new LiveStore(dim);
+    this.planner = new LivePlanner(this.store);
+    this.params = resolveParams(params);
+    backend.attach(this.store);
+  }
+
+  get dim(): number { return this.store.dim; }
+  get backendKind(): 'cpu' | 'gpu' { return this.backend.kind; }
+  get treeCount(): number { return this.store.treeCount; }
+  get nodeCount(): number { return this.store.nodeTotal; }
+  get scoreParams(): ScoreParams { return { ...this.params }; }
+  treeIds(): string[] { return this.store.treeOrder.map((slot) => this.store.slotId[slot]); }
+  hasTree(id: string): boolean { return this.store.hasTree(id); }
+
+  addTree(tree: TreeInput): string {
+    const slot = this.store.addTree(tree);
+    this.planner.forget(slot);
+    return this.store.slotId[slot];
+  }
+
+  /** Adds every tree of a packed forest (e.g. a loaded file or a synthetic batch). */
+  addForest(forest: PackedForest): void {
+    for (const slot of this.store.addForest(forest)) this.planner.forget(slot);
+  }
+
+  /** Appends nodes to a tree; returns the index of the first new node. */
+  addNodes(treeId: string, nodes: readonly NodeInput[]): number {
+    return this.store.addNodes(treeId, nodes);
+  }
+
+  update(updates: NodeUpdate | readonly NodeUpdate[]): void {
+    this.store.update(Array.isArray(updates) ? updates : [updates as NodeUpdate]);
+  }
+
+  /** Records a finished rollout along `path` (root first) or up to `leaf`. */
+  finishRollout(treeId: string, route: { path: readonly number[] } | { leaf: number }, reward: number): void {
+    const path = 'path' in route ? route.path : this.store.pathTo(treeId, route.leaf);
+    this.store.finishRollout(treeId, path, reward);
+  }
+
+  removeTree(treeId: string): void {
+    this.store.removeTree(treeId);
+  }
+
+  /** Changes α or τ: every group's scores change. */
+  setParams(params: Partial<ScoreParams>): void {
+    const next = resolveParams({ ...this.params, ...params });
+    if (next.alpha === this.params.alpha && next.tau === this.params.tau) return;
+    this.params = next;
+    this.store.markAllDirty();
+  }
+
+  get dirtyGroupCount(): number {
+    let n = 0;
+    const { dirtyGroups, dirty } = this.store;
+    // The list may repeat a row or hold rows freed since; count each marked row once.
+    const seen = new Set<number>();
+    for (const p of dirtyGroups) if (dirty[p] && !seen.has(p)) { seen.add(p); n++; }
+    return n;
+  }
+
+  /** Re-scores the dirty groups on the backend; returns how many. */
+  async rescore(): Promise<number> {
+    const s = this.store;
+    const list = s.dirtyGroups;
+    if (this.dirtyScratch.length < list.length) this.dirtyScratch = new Int32Array(Math.max(list.length, this.dirtyScratch.length * 2));
+    const parents = this.dirtyScratch;
+    let count = 0;
+    for (const p of list) {
+      if (!s.dirty[p]) continue;
+      s.dirty[p] = 0;
+      if (s.rowTree[p] >= 0 && s.childCount[p] > 0) parents[count++] = p;
+    }
+    s.dirtyGroups = [];
+    if (count === 0) return 0;
+    try {
+      await this.backend.score(s, this.params, parents, count);
+    } catch (err) {
+      // Keep the work: a later rescore retries these groups.
+      for (let i = 0; i < count; i++) s.markGroup(parents[i]);
+      throw err;
+    }
+    this.counters.rescores++;
+    this.counters.rescoredGroups += count;
+    return count;
+  }
+
+  /** Re-scores what changed, then re-allocates what changed (SPEC §4). */
+  async plan(options: LivePlanOptions = {}): Promise<LivePlanSummary> {
+    await this.rescore();
+    const summary = this.planner.plan(options);
+    this.planned = true;
+    this.counters.plans++;
+    this.counters.replannedTrees += summary.replanned.length;
+    return summary;
+  }
+
+  /** SPEC §5 plan of one tree, from the last `plan()`. */
+  treePlan(treeId: string, options: { includeScores?: boolean } = {}): TreePlan {
+    if (!this.planned) throw new Error('no plan yet: call plan() first');
+    const s = this.store;
+    const slot = s.slotOf(treeId);
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const allocations: NodeAllocation[] = [];
+    const pruned: number[] = [];
+    for (let v = lo; v < hi; v++) {
+      if (s.branches[v] > 0) allocations.push({ node: v - lo, branches: s.branches[v], depth: s.depth[v] });
+      if (s.pruned[v]) pruned.push(v - lo);
+    }
+    const tree: TreePlan = { id: treeId, budget: this.planner.budgetOf(slot), unallocated: this.planner.unallocatedOf(slot), allocations, pruned };
+    if (options.includeScores) Object.assign(tree, this.treeScores(treeId));
+    return tree;
+  }
+
+  /** The whole SPEC §5 plan (or the listed trees), from the last `plan()`. */
+  planJson(options: { includeScores?: boolean; trees?: readonly string[] } = {}): PlanJson {
+    const ids = options.trees ?? this.treeIds();
+    const plan: PlanJson = { params: { ...this.params }, trees: ids.map((id) => this.treePlan(id, options)) };
+    const opts = this.planner.options;
+    if (opts?.totalBudget !== undefined) {
+      plan.totalBudget = opts.totalBudget;
+      plan.unallocated = this.planner.unallocatedTotal;
+    }
+    return plan;
+  }
+
+  /** Current scores of one tree (call `rescore()` or `plan()` first for them to be fresh). */
+  treeScores(treeId: string): { scores: NodeScore[]; groups: GroupScore[] } {
+    const s = this.store;
+    const slot = s.slotOf(treeId);
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const scores: NodeScore[] = [];
+    const groups: GroupScore[] = [];
+    for (let v = lo + 1; v < hi; v++) {
+      scores.push({ node: v - lo, contrast: s.contrast[v], weight: s.weight[v], gradAlpha: s.gradAlpha[v], gradTau: s.gradTau[v] });
+    }
+    for (let p = lo; p < hi; p++) {
+      if (s.childCount[p] > 0) groups.push({ parent: p - lo, intensity: s.childCount[p] > 1 ? s.intensity[p] : 0 });
+    }
+    return { scores, groups };
+  }
+
+  stats(): LiveStats {
+    const s = this.store;
+    let groups = 0;
+    for (const slot of s.treeOrder) {
+      const lo = s.slotStart[slot];
+      for (let r = lo; r < lo + s.slotSize[slot]; r++) if (s.childCount[r] > 0) groups++;
+    }
+    return {
+      backend: this.backend.kind, dim: s.dim, trees: s.treeCount, nodes: s.nodeTotal, groups,
+      dirtyGroups: this.dirtyGroupCount, capacityRows: s.usedRows, params: { ...this.params }, ...this.counters,
+    };
+  }
+
+  destroy(): void {
+    this.backend.destroy();
+  }
+}

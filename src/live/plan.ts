@@ -1,0 +1,200 @@
+import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from '../allocate/options.js';
+import { largestRemainder } from '../allocate/rounding.js';
+import { describeValue } from '../forest/errors.js';
+import type { LiveStore } from './store.js';
+
+/** Allocation settings of a live plan: SPEC §4, with per-tree budgets keyed by tree id. */
+export interface LivePlanOptions extends Omit<AllocateOptions, 'budget'> {
+  /** One budget for every tree, or one per tree id (every live tree must be listed). Default 16. */
+  budget?: number | Readonly<Record<string, number>>;
+}
+
+/** What one `plan()` call did. The allocation itself is read through the live forest. */
+export interface LivePlanSummary {
+  readonly options: ResolvedAllocateOptions;
+  /** Global budget mode: what no live tree could take (all of it when none is live). */
+  readonly unallocatedTotal: number;
+  /** Trees whose allocation was recomputed by this call, in tree order. */
+  readonly replanned: readonly string[];
+}
+
+/**
+ * Incremental SPEC §4 allocation. Trees are independent given their budget, so a tree is
+ * re-planned only when its scores, liveness or budget changed; the global budget split is
+ * recomputed every time (O(trees)) because every tree's share depends on all of them.
+ *
+ * The arithmetic mirrors `allocate` operation for operation (same summation orders, the
+ * same `largestRemainder`), so a live plan equals `allocate` on a from-scratch snapshot with
+ * the same scores exactly, including rounding ties; the property tests check that.
+ */
+export class LivePlanner {
+  /** Per slot: the budget it was last planned with (NaN: never), unallocated, and cached group stats. */
+  private readonly lastBudget: number[] = [];
+  private readonly unallocated: number[] = [];
+  private readonly groupSum: number[] = [];
+  private readonly groupCount: number[] = [];
+  private lastKey = '';
+  private lastOptions: ResolvedAllocateOptions | undefined;
+  private lastUnallocatedTotal = 0;
+  private share = new Float64Array(0);
+  private budgets = new Float64Array(0);
+  private trees = new Int32Array(0);
+  private treeScratch = new Int32Array(0);
+
+  constructor(private readonly store: LiveStore) {}
+
+  get options(): ResolvedAllocateOptions | undefined { return this.lastOptions; }
+  get unallocatedTotal(): number { return this.lastUnallocatedTotal; }
+  budgetOf(slot: number): number { return this.lastBudget[slot]; }
+  unallocatedOf(slot: number): number { return this.unallocated[slot]; }
+
+  /** Slots joining the forest start unplanned. */
+  forget(slot: number): void {
+    this.lastBudget[slot] = NaN;
+    this.unallocated[slot] = 0;
+  }
+
+  plan(options: LivePlanOptions = {}): LivePlanSummary {
+    const store = this.store;
+    const order = store.treeOrder;
+    const T = order.length;
+    const { budget, ...rest } = options;
+    const opts = resolveAllocateOptions({ ...rest, budget: typeof budget === 'number' ? budget : undefined });
+    const perTree = budget !== undefined && typeof budget === 'object' && budget !== null ? budget : undefined;
+    if (budget !== undefined && typeof budget !== 'number' && perTree === undefined) throw new RangeError(`budget must be a number or an object of budgets by tree id, got ${describeValue(budget)}`);
+    const key = `${opts.pruneRatio},${opts.widen},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
+    if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
+
+    for (const slot of order) if (store.planDirty[slot]) this.refreshTree(slot);
+    if (this.budgets.length < T) {
+      const n = Math.max(T, this.budgets.length * 2, 64);
+      this.share = new Float64Array(n); this.budgets = new Float64Array(n);
+      this.trees = new Int32Array(n); this.treeScratch = new Int32Array(n);
+      for (let t = 0; t < n; t++) this.trees[t] = t;
+    }
+    const budgets = this.budgets.subarray(0, T);
+    let unallocatedTotal = 0;
+    if (opts.totalBudget !== undefined) {
+      unallocatedTotal = this.splitGlobal(opts.totalBudget, opts.minPerTree, budgets);
+    } else if (perTree !== undefined) {
+      for (let t = 0; t < T; t++) {
+        const id = store.slotId[order[t]];
+        const b = perTree[id];
+        if (b === undefined) throw new RangeError(`budget has no entry for tree ${JSON.stringify(id)}`);
+        if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0) throw new RangeError(`budget[${JSON.stringify(id)}] must be an integer >= 0, got ${describeValue(b)}`);
+        budgets[t] = b;
+      }
+    } else {
+      budgets.fill(opts.budget as number);
+    }
+
+    const replanned: string[] = [];
+    for (let t = 0; t < T; t++) {
+      const slot = order[t];
+      if (!store.planDirty[slot] && this.lastBudget[slot] === budgets[t]) continue;
+      this.flowTree(slot, budgets[t], opts);
+      store.planDirty[slot] = 0;
+      this.lastBudget[slot] = budgets[t];
+      replanned.push(store.slotId[slot]);
+    }
+    this.lastKey = key;
+    this.lastOptions = opts;
+    this.lastUnallocatedTotal = unallocatedTotal;
+    return { options: opts, unallocatedTotal, replanned };
+  }
+
+  /** live(v) for the tree's rows, and the mean intensity of its groups with k >= 2. */
+  private refreshTree(slot: number): void {
+    const s = this.store;
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const { live, terminal, parentRow, childCount, intensity } = s;
+    for (let v = lo; v < hi; v++) live[v] = terminal[v] ? 0 : 1;
+    for (let v = hi - 1; v >= lo; v--) if (live[v] && parentRow[v] >= 0) live[parentRow[v]] = 1;
+    let sum = 0, count = 0;
+    for (let p = lo; p < hi; p++) if (childCount[p] >= 2) { sum += intensity[p]; count++; }
+    this.groupSum[slot] = sum;
+    this.groupCount[slot] = count;
+  }
+
+  /** SPEC §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
+  private splitGlobal(total: number, minPerTree: number, out: Float64Array): number {
+    const s = this.store;
+    const order = s.treeOrder;
+    const T = order.length;
+    const share = this.share.subarray(0, T);
+    let liveTrees = 0, qSum = 0;
+    for (let t = 0; t < T; t++) {
+      const slot = order[t];
+      if (!s.live[s.slotStart[slot]]) { share[t] = 0; continue; }
+      liveTrees++;
+      const count = this.groupCount[slot];
+      share[t] = 1e-3 + (count > 0 ? this.groupSum[slot] / count : 0);
+      qSum += share[t];
+    }
+    if (total < minPerTree * liveTrees) {
+      throw new RangeError(`total budget ${total} is below minPerTree ${minPerTree} × ${liveTrees} live trees`);
+    }
+    out.fill(0);
+    if (liveTrees === 0) return total;
+    const rest = total - minPerTree * liveTrees;
+    for (let t = 0; t < T; t++) if (share[t] > 0) share[t] = minPerTree + (rest * share[t]) / qSum;
+    largestRemainder(share, this.trees.subarray(0, T), total, out, this.treeScratch);
+    return 0;
+  }
+
+  /** One tree of `allocate`: prune split, mass flow, largest-remainder rounding, depths. */
+  private flowTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
+    const s = this.store;
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const { live, kept, pruned, keptWeight, keptCount, weight, intensity, childStart, childCount, child, terminal, inflow, mass, branches, depth, priority, parentRow } = s;
+    for (let v = lo; v < hi; v++) { kept[v] = 0; pruned[v] = 0; inflow[v] = 0; mass[v] = 0; branches[v] = 0; depth[v] = 0; }
+
+    for (let p = lo; p < hi; p++) {
+      const k = childCount[p];
+      keptWeight[p] = 0; keptCount[p] = 0;
+      if (k === 0) continue;
+      const start = childStart[p], end = start + k;
+      let wStar = -Infinity;
+      for (let q = start; q < end; q++) { const c = child[q]; if (live[c] && weight[c] > wStar) wStar = weight[c]; }
+      if (wStar === -Infinity) continue;
+      const threshold = opts.pruneRatio * wStar;
+      let sum = 0, count = 0;
+      for (let q = start; q < end; q++) {
+        const c = child[q];
+        if (!live[c]) continue;
+        if (weight[c] >= threshold) { kept[c] = 1; sum += weight[c]; count++; } else pruned[c] = 1;
+      }
+      keptWeight[p] = sum;
+      keptCount[p] = count;
+    }
+
+    if (!live[lo]) {
+      this.unallocated[slot] = budget;
+    } else {
+      this.unallocated[slot] = 0;
+      inflow[lo] = budget;
+      for (let v = lo; v < hi; v++) {
+        const m = inflow[v];
+        if (m === 0) continue;
+        if (childCount[v] === 0 || keptCount[v] === 0) { mass[v] = m; continue; }
+        const x = terminal[v] ? 0 : m * opts.widen * intensity[v];
+        mass[v] = x;
+        const share = (m - x) / keptWeight[v];
+        for (let q = childStart[v], end = q + childCount[v]; q < end; q++) {
+          const c = child[q];
+          if (kept[c]) inflow[c] = share * weight[c];
+        }
+      }
+      if (budget !== 0) largestRemainder(mass, s.identity.subarray(lo, hi), budget, branches, s.order.subarray(lo, hi));
+    }
+
+    for (let v = lo; v < hi; v++) {
+      const p = parentRow[v];
+      priority[v] = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
+      if (branches[v] > 0) {
+        const d = Math.floor(opts.baseDepth * Math.pow(priority[v], opts.depthGain) + 0.5);
+        depth[v] = Math.min(opts.maxDepth, Math.max(opts.minDepth, d));
+      }
+    }
+  }
+}

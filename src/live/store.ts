@@ -1,0 +1,479 @@
+import { describeValue, ForestError, type ForestErrorLocation } from '../forest/errors.js';
+import type { NodeInput, TreeInput } from '../forest/input.js';
+import { packForest, treeIdOf, type PackedForest } from '../forest/packed.js';
+import { grownClass, SlabAllocator, slabClass } from './slab.js';
+
+/** Which part of a request went wrong, for the protocol's error codes. */
+export type LiveErrorCode = 'unknown_tree' | 'unknown_node' | 'duplicate_tree' | 'invalid_value';
+
+/** A rejected live-forest change. Nothing was applied. Names the tree, the node and the field. */
+export class LiveError extends ForestError {
+  readonly code: LiveErrorCode;
+  constructor(code: LiveErrorCode, location: ForestErrorLocation, reason: string) {
+    super(location, reason);
+    this.name = 'LiveError';
+    this.code = code;
+  }
+}
+
+/** A change to a node's feedback fields (SPEC §1); omitted fields stay as they are. */
+export interface NodeUpdate {
+  tree: string;
+  node: number;
+  reward?: number;
+  visits?: number;
+  uncertainty?: number;
+  terminal?: boolean;
+}
+
+const FLOAT32_MAX = 3.4028234663852886e38;
+const MIN_ROWS = 1024;
+
+/**
+ * The storage of a live forest: per-row columns in geometrically growing typed arrays, one
+ * contiguous slab of rows per tree (node v at row `start + v`, spare rows after the last
+ * node), and per tree a CSR child list in the same row space: the children of row p are
+ * `child[childStart[p] .. childStart[p] + childCount[p])`, in node order. Rows never move
+ * while their tree keeps its slab, so a device copy can be patched row by row.
+ *
+ * A sibling group is named by its parent row. Every change marks the groups whose scores it
+ * affects (`dirtyGroups`) and the trees whose plan it affects (`planDirty`); scoring and
+ * planning live elsewhere and clear those marks.
+ */
+export class LiveStore {
+  readonly dim: number;
+  capacity = 0;
+
+  // Forest columns, by row.
+  rowTree = new Int32Array(0);
+  parentRow = new Int32Array(0);
+  reward = new Float64Array(0);
+  visits = new Float64Array(0);
+  uncertainty = new Float64Array(0);
+  terminal = new Uint8Array(0);
+  embedding = new Float32Array(0);
+  childStart = new Int32Array(0);
+  childCount = new Int32Array(0);
+  child = new Int32Array(0);
+  /** identity[r] = r: lets the shared rounding code walk a tree's rows as a subarray. */
+  identity = new Int32Array(0);
+
+  // Scores, by row; `intensity` sits at the group's parent row.
+  contrast = new Float64Array(0);
+  weight = new Float64Array(0);
+  gradAlpha = new Float64Array(0);
+  gradTau = new Float64Array(0);
+  intensity = new Float64Array(0);
+
+  // Plan outputs and planner scratch, by row.
+  mass = new Float64Array(0);
+  inflow = new Float64Array(0);
+  priority = new Float64Array(0);
+  branches = new Int32Array(0);
+  depth = new Int32Array(0);
+  pruned = new Uint8Array(0);
+  kept = new Uint8Array(0);
+  live = new Uint8Array(0);
+  keptWeight = new Float64Array(0);
+  keptCount = new Int32Array(0);
+  order = new Int32Array(0);
+
+  // Change tracking.
+  /** 1 when the group whose parent is this row must be re-scored. */
+  dirty = new Uint8Array(0);
+  /** Parent rows marked dirty since the last rescore (may hold stale or repeated rows; `dirty` decides). */
+  dirtyGroups: number[] = [];
+  /** Slabs whose rows changed since a device copy last synced: [start, end) pairs. Only kept when tracking. */
+  changedSpans: number[] = [];
+  trackChanges = false;
+  /** Bumped whenever capacity grows (a device copy must be reallocated). */
+  capacityVersion = 0;
+
+  // Trees, by slot (slots are reused after removal).
+  slotId: string[] = [];
+  slotStart: number[] = [];
+  slotCap: number[] = [];
+  slotSize: number[] = [];
+  /** 1 when the tree's plan must be recomputed. */
+  planDirty: number[] = [];
+  /** Slots in tree order (the order trees were added). */
+  treeOrder: number[] = [];
+  private readonly bySlotId = new Map<string, number>();
+  private readonly freeSlots: number[] = [];
+  private readonly slabs = new SlabAllocator();
+  /** Bumped when trees join or leave (tree order changed). */
+  membershipVersion = 0;
+  nodeTotal = 0;
+
+  constructor(dim: number) {
+    if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
+    this.dim = dim;
+    this.grow(MIN_ROWS);
+  }
+
+  get treeCount(): number { return this.treeOrder.length; }
+
+  /** Slot of a tree id, or throws `unknown_tree`. */
+  slotOf(treeId: unknown): number {
+    if (typeof treeId !== 'string') throw new LiveError('invalid_value', { field: 'tree' }, `must be a tree id (a string), got ${describeValue(treeId)}`);
+    const slot = this.bySlotId.get(treeId);
+    if (slot === undefined) throw new LiveError('unknown_tree', { field: 'tree' }, `no tree with id ${describeValue(treeId)} in the live forest`);
+    return slot;
+  }
+
+  hasTree(treeId: string): boolean { return this.bySlotId.has(treeId); }
+
+  /** Row of node `node` of a tree, or throws `unknown_node`. */
+  rowOf(treeId: string, node: unknown, field = 'node'): number {
+    const slot = this.slotOf(treeId);
+    return this.rowInSlot(slot, node, field);
+  }
+
+  private rowInSlot(slot: number, node: unknown, field: string): number {
+    const n = this.slotSize[slot];
+    if (typeof node !== 'number' || !Number.isInteger(node) || node < 0 || node >= n) {
+      const at = this.at(slot, typeof node === 'number' && Number.isInteger(node) ? node : undefined, field);
+      throw new LiveError('unknown_node', at, `must be a node index in [0, ${n - 1}], got ${describeValue(node)}`);
+    }
+    return this.slotStart[slot] + node;
+  }
+
+  /** Location for errors: tree id and its position in tree order. */
+  at(slot: number, node?: number, field?: string): ForestErrorLocation {
+    const loc: ForestErrorLocation = { tree: this.treeOrder.indexOf(slot), treeId: this.slotId[slot] };
+    if (node !== undefined) loc.node = node;
+    if (field !== undefined) loc.field = field;
+    return loc;
+  }
+
+  /** Adds a tree at the end of the tree order; all its groups become dirty. Returns its slot. */
+  addTree(tree: TreeInput): number {
+    const position = this.treeOrder.length;
+    if (tree === null || typeof tree !== 'object' || Array.isArray(tree)) {
+      throw new LiveError('invalid_value', { tree: position }, `a tree must be an object, got ${describeValue(tree)}`);
+    }
+    const id = treeIdOf(tree.id, position);
+    if (this.bySlotId.has(id)) throw new LiveError('duplicate_tree', { tree: position, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
+    // packForest holds the one copy of the node validation rules; re-locate its errors to this tree.
+    let packed;
+    try {
+      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] });
+    } catch (err) {
+      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: position, treeId: id }, err.reason);
+      throw err;
+    }
+    return this.placeTree(packed, 0, id);
+  }
+
+  /** Adds every tree of an already validated packed forest (atomic: ids are checked first). */
+  addForest(forest: PackedForest): number[] {
+    if (forest.dim !== this.dim) throw new LiveError('invalid_value', { field: 'dim' }, `the forest has dim ${forest.dim}, the live forest ${this.dim}`);
+    const ids = new Set<string>();
+    for (let t = 0; t < forest.treeCount; t++) {
+      const id = forest.treeIds[t];
+      if (this.bySlotId.has(id) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: this.treeOrder.length + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
+      ids.add(id);
+    }
+    const slots: number[] = [];
+    for (let t = 0; t < forest.treeCount; t++) slots.push(this.placeTree(forest, t, forest.treeIds[t]));
+    return slots;
+  }
+
+  /** Copies tree `t` of a packed forest into a fresh slab at the end of the tree order. */
+  private placeTree(packed: PackedForest, t: number, id: string): number {
+    const lo = packed.treeOffset[t];
+    const n = packed.treeOffset[t + 1] - lo;
+    const cap = slabClass(n);
+    const start = this.takeSlab(cap);
+    const slot = this.freeSlots.length > 0 ? this.freeSlots.pop()! : this.slotId.length;
+    this.slotId[slot] = id;
+    this.slotStart[slot] = start;
+    this.slotCap[slot] = cap;
+    this.slotSize[slot] = n;
+    this.planDirty[slot] = 1;
+    this.bySlotId.set(id, slot);
+    this.treeOrder.push(slot);
+    this.membershipVersion++;
+    this.nodeTotal += n;
+    const delta = start - lo;
+    for (let v = 0; v < n; v++) {
+      const row = start + v, src = lo + v;
+      this.rowTree[row] = slot;
+      this.parentRow[row] = v === 0 ? -1 : packed.parentRow[src] + delta;
+      this.reward[row] = packed.reward[src];
+      this.visits[row] = packed.visits[src];
+      this.uncertainty[row] = packed.uncertainty[src];
+      this.terminal[row] = packed.terminal[src];
+      this.resetScores(row);
+    }
+    const dim = this.dim;
+    this.embedding.set(packed.embedding.subarray(lo * dim, (lo + n) * dim), start * dim);
+    this.rebuildChildren(slot);
+    for (let v = 0; v < n; v++) if (this.childCount[start + v] > 0) this.markGroup(start + v);
+    this.noteChanged(start, start + cap);
+    return slot;
+  }
+
+  /**
+   * Appends nodes to a tree (node indices continue from the tree's size; a node's parent may
+   * be one added earlier in the same call). Validates everything before changing anything.
+   * Returns the index of the first new node.
+   */
+  addNodes(treeId: string, nodes: readonly NodeInput[]): number {
+    const slot = this.slotOf(treeId);
+    if (!Array.isArray(nodes)) throw new LiveError('invalid_value', this.at(slot, undefined, 'nodes'), `must be an array, got ${describeValue(nodes)}`);
+    const n0 = this.slotSize[slot];
+    const dim = this.dim;
+    const parents = new Int32Array(nodes.length);
+    for (let i = 0; i < nodes.length; i++) {
+      const v = n0 + i;
+      const node = nodes[i];
+      if (node === null || typeof node !== 'object' || Array.isArray(node)) throw new LiveError('invalid_value', this.at(slot, v), `a node must be an object, got ${describeValue(node)}`);
+      const p = node.parent;
+      if (typeof p !== 'number' || !Number.isInteger(p) || p < 0 || p >= v) {
+        throw new LiveError('invalid_value', this.at(slot, v, 'parent'), `must be a node index in [0, ${v - 1}] (parents come before children), got ${describeValue(p)}`);
+      }
+      parents[i] = p;
+      this.checkFields(slot, v, node);
+      const e = node.embedding;
+      if (dim > 0 || e !== undefined) {
+        if (e === undefined || e === null) throw new LiveError('invalid_value', this.at(slot, v, 'embedding'), `is required when dim > 0 (dim = ${dim})`);
+        if (!Array.isArray(e) && !(ArrayBuffer.isView(e) && !(e instanceof DataView))) {
+          throw new LiveError('invalid_value', this.at(slot, v, 'embedding'), `must be an array of ${dim} numbers, got ${describeValue(e)}`);
+        }
+        const values = e as ArrayLike<unknown>;
+        if (values.length !== dim) throw new LiveError('invalid_value', this.at(slot, v, 'embedding'), `must have ${dim} numbers (dim), got ${values.length}`);
+        for (let d = 0; d < dim; d++) {
+          const x = values[d];
+          if (typeof x !== 'number' || !Number.isFinite(x)) throw new LiveError('invalid_value', this.at(slot, v, `embedding[${d}]`), `must be a finite number, got ${describeValue(x)}`);
+          if (Math.abs(x) > FLOAT32_MAX) throw new LiveError('invalid_value', this.at(slot, v, `embedding[${d}]`), `is beyond the float32 range embeddings are stored in, got ${x}`);
+        }
+      }
+    }
+    if (nodes.length === 0) return n0;
+    const n1 = n0 + nodes.length;
+    if (n1 > this.slotCap[slot]) this.relocate(slot, grownClass(this.slotCap[slot], n1));
+    const start = this.slotStart[slot];
+    for (let i = 0; i < nodes.length; i++) {
+      const node = nodes[i];
+      const row = start + n0 + i;
+      this.rowTree[row] = slot;
+      this.parentRow[row] = start + parents[i];
+      this.reward[row] = node.reward ?? 0;
+      this.visits[row] = node.visits ?? 0;
+      this.uncertainty[row] = node.uncertainty ?? 0;
+      this.terminal[row] = node.terminal ? 1 : 0;
+      this.resetScores(row);
+      if (dim > 0) this.embedding.set(node.embedding as ArrayLike<number>, row * dim);
+      this.markGroup(start + parents[i]);
+    }
+    this.slotSize[slot] = n1;
+    this.nodeTotal += nodes.length;
+    this.rebuildChildren(slot);
+    this.planDirty[slot] = 1;
+    this.noteChanged(start, start + this.slotCap[slot]);
+    return n0;
+  }
+
+  /** Applies feedback changes atomically: all are validated first. */
+  update(updates: readonly NodeUpdate[]): void {
+    const rows = new Int32Array(updates.length);
+    for (let i = 0; i < updates.length; i++) {
+      const u = updates[i];
+      if (u === null || typeof u !== 'object') throw new LiveError('invalid_value', {}, `an update must be an object, got ${describeValue(u)}`);
+      const slot = this.slotOf(u.tree);
+      rows[i] = this.rowInSlot(slot, u.node, 'node');
+      this.checkFields(slot, u.node, u);
+    }
+    for (let i = 0; i < updates.length; i++) {
+      const u = updates[i];
+      const row = rows[i];
+      let scored = false;
+      if (u.reward !== undefined && u.reward !== this.reward[row]) { this.reward[row] = u.reward; scored = true; }
+      if (u.visits !== undefined && u.visits !== this.visits[row]) { this.visits[row] = u.visits; scored = true; }
+      if (u.uncertainty !== undefined && u.uncertainty !== this.uncertainty[row]) { this.uncertainty[row] = u.uncertainty; scored = true; }
+      if (u.terminal !== undefined) this.terminal[row] = u.terminal ? 1 : 0;
+      // Feedback of a node enters only the scores of its own sibling group; terminal only the plan.
+      if (scored && this.parentRow[row] >= 0) this.markGroup(this.parentRow[row]);
+      this.planDirty[this.rowTree[row]] = 1;
+      this.noteChanged(row, row + 1);
+    }
+  }
+
+  /**
+   * A rollout finished along `path` (node 0 first, each node a child of the one before) with
+   * reward `reward`: every node on the path gets one more visit and its mean reward moves
+   * toward `reward`.
+   */
+  finishRollout(treeId: string, path: readonly number[], reward: number): void {
+    const slot = this.slotOf(treeId);
+    if (!Array.isArray(path) || path.length === 0) throw new LiveError('invalid_value', this.at(slot, undefined, 'path'), `must be a non-empty array of node indices from the root, got ${describeValue(path)}`);
+    if (typeof reward !== 'number' || !Number.isFinite(reward)) throw new LiveError('invalid_value', this.at(slot, undefined, 'reward'), `must be a finite number, got ${describeValue(reward)}`);
+    const rows = new Int32Array(path.length);
+    for (let i = 0; i < path.length; i++) {
+      rows[i] = this.rowInSlot(slot, path[i], `path[${i}]`);
+      const expected = i === 0 ? -1 : rows[i - 1];
+      if (this.parentRow[rows[i]] !== expected) {
+        const why = i === 0 ? 'the path must start at the root (node 0)' : `node ${path[i]} is not a child of node ${path[i - 1]}`;
+        throw new LiveError('invalid_value', this.at(slot, path[i], `path[${i}]`), why);
+      }
+    }
+    for (const row of rows) {
+      const n = this.visits[row] + 1;
+      this.visits[row] = n;
+      this.reward[row] += (reward - this.reward[row]) / n;
+      if (this.parentRow[row] >= 0) this.markGroup(this.parentRow[row]);
+      this.noteChanged(row, row + 1);
+    }
+    this.planDirty[slot] = 1;
+  }
+
+  /** The path root → node, as node indices. */
+  pathTo(treeId: string, node: unknown): number[] {
+    const row = this.rowOf(treeId, node, 'leaf');
+    const start = this.slotStart[this.rowTree[row]];
+    const path: number[] = [];
+    for (let r = row; r >= 0; r = this.parentRow[r]) path.push(r - start);
+    return path.reverse();
+  }
+
+  removeTree(treeId: string): void {
+    const slot = this.slotOf(treeId);
+    const start = this.slotStart[slot], cap = this.slotCap[slot];
+    this.clearRows(start, start + cap);
+    this.slabs.give(start, cap);
+    this.bySlotId.delete(treeId);
+    this.treeOrder.splice(this.treeOrder.indexOf(slot), 1);
+    this.nodeTotal -= this.slotSize[slot];
+    this.slotSize[slot] = 0;
+    this.slotId[slot] = '';
+    this.planDirty[slot] = 0;
+    this.freeSlots.push(slot);
+    this.membershipVersion++;
+  }
+
+  /** Marks every group dirty (after α or τ changed). */
+  markAllDirty(): void {
+    for (const slot of this.treeOrder) {
+      const start = this.slotStart[slot];
+      for (let r = start; r < start + this.slotSize[slot]; r++) if (this.childCount[r] > 0) this.markGroup(r);
+      this.planDirty[slot] = 1;
+    }
+  }
+
+  markGroup(parent: number): void {
+    if (this.dirty[parent]) return;
+    this.dirty[parent] = 1;
+    this.dirtyGroups.push(parent);
+    this.planDirty[this.rowTree[parent]] = 1;
+  }
+
+  /** Rows a device copy has to cover: every slab ever handed out. */
+  get usedRows(): number { return this.slabs.top; }
+
+  private checkFields(slot: number, node: number, f: { reward?: unknown; visits?: unknown; uncertainty?: unknown; terminal?: unknown }): void {
+    const r = f.reward, n = f.visits, u = f.uncertainty, t = f.terminal;
+    if (r !== undefined && (typeof r !== 'number' || !Number.isFinite(r))) throw new LiveError('invalid_value', this.at(slot, node, 'reward'), `must be a finite number, got ${describeValue(r)}`);
+    if (n !== undefined && (typeof n !== 'number' || !Number.isInteger(n) || n < 0)) throw new LiveError('invalid_value', this.at(slot, node, 'visits'), `must be an integer >= 0, got ${describeValue(n)}`);
+    if (u !== undefined && (typeof u !== 'number' || !Number.isFinite(u) || u < 0)) throw new LiveError('invalid_value', this.at(slot, node, 'uncertainty'), `must be a finite number >= 0, got ${describeValue(u)}`);
+    if (t !== undefined && typeof t !== 'boolean') throw new LiveError('invalid_value', this.at(slot, node, 'terminal'), `must be true or false, got ${describeValue(t)}`);
+  }
+
+  private resetScores(row: number): void {
+    this.contrast[row] = 0; this.weight[row] = 1; this.gradAlpha[row] = 0; this.gradTau[row] = 0; this.intensity[row] = 0;
+    this.dirty[row] = 0;
+  }
+
+  /** Rebuilds a tree's child lists (node order within each group); O(tree size). */
+  private rebuildChildren(slot: number): void {
+    const start = this.slotStart[slot], n = this.slotSize[slot];
+    const { childStart, childCount, child, parentRow } = this;
+    for (let r = start; r < start + n; r++) childCount[r] = 0;
+    for (let r = start + 1; r < start + n; r++) childCount[parentRow[r]]++;
+    let at = start;
+    for (let r = start; r < start + n; r++) { childStart[r] = at; at += childCount[r]; }
+    for (let r = start; r < start + n; r++) childCount[r] = 0;
+    for (let r = start + 1; r < start + n; r++) {
+      const p = parentRow[r];
+      child[childStart[p] + childCount[p]++] = r;
+    }
+  }
+
+  /** Moves a tree to a bigger slab, carrying its rows, scores and dirty marks. */
+  private relocate(slot: number, cap: number): void {
+    const from = this.slotStart[slot], n = this.slotSize[slot], oldCap = this.slotCap[slot];
+    const to = this.takeSlab(cap);
+    const delta = to - from;
+    for (const col of [this.rowTree, this.reward, this.visits, this.uncertainty, this.terminal, this.contrast, this.weight, this.gradAlpha, this.gradTau, this.intensity]) {
+      col.copyWithin(to, from, from + n);
+    }
+    this.embedding.copyWithin(to * this.dim, from * this.dim, (from + n) * this.dim);
+    for (let v = 0; v < n; v++) {
+      const p = this.parentRow[from + v];
+      this.parentRow[to + v] = p < 0 ? -1 : p + delta;
+      this.dirty[to + v] = 0;
+      if (this.dirty[from + v]) this.markGroup(to + v);
+    }
+    this.slotStart[slot] = to;
+    this.slotCap[slot] = cap;
+    this.rebuildChildren(slot);
+    this.clearRows(from, from + oldCap);
+    this.slabs.give(from, oldCap);
+    this.noteChanged(to, to + cap);
+  }
+
+  private clearRows(lo: number, hi: number): void {
+    this.rowTree.fill(-1, lo, hi);
+    this.childCount.fill(0, lo, hi);
+    this.dirty.fill(0, lo, hi);
+    this.branches.fill(0, lo, hi);
+  }
+
+  private takeSlab(size: number): number {
+    const start = this.slabs.take(size);
+    if (start + size > this.capacity) this.grow(Math.max(start + size, this.capacity * 2));
+    return start;
+  }
+
+  private noteChanged(lo: number, hi: number): void {
+    if (this.trackChanges) this.changedSpans.push(lo, hi);
+  }
+
+  /** Geometric growth of every row column (amortised O(1) per appended row). */
+  private grow(rows: number): void {
+    const cap = Math.max(rows, MIN_ROWS);
+    const f64 = (a: Float64Array, fill = 0) => { const b = new Float64Array(cap).fill(fill); b.set(a); return b; };
+    const i32 = (a: Int32Array, fill = 0) => { const b = new Int32Array(cap).fill(fill); b.set(a); return b; };
+    const u8 = (a: Uint8Array) => { const b = new Uint8Array(cap); b.set(a); return b; };
+    this.rowTree = i32(this.rowTree, -1);
+    this.parentRow = i32(this.parentRow, -1);
+    this.reward = f64(this.reward);
+    this.visits = f64(this.visits);
+    this.uncertainty = f64(this.uncertainty);
+    this.terminal = u8(this.terminal);
+    const e = new Float32Array(cap * this.dim); e.set(this.embedding); this.embedding = e;
+    this.childStart = i32(this.childStart);
+    this.childCount = i32(this.childCount);
+    this.child = i32(this.child);
+    const id = new Int32Array(cap); for (let r = 0; r < cap; r++) id[r] = r; this.identity = id;
+    this.contrast = f64(this.contrast);
+    this.weight = f64(this.weight, 1);
+    this.gradAlpha = f64(this.gradAlpha);
+    this.gradTau = f64(this.gradTau);
+    this.intensity = f64(this.intensity);
+    this.mass = f64(this.mass);
+    this.inflow = f64(this.inflow);
+    this.priority = f64(this.priority);
+    this.branches = i32(this.branches);
+    this.depth = i32(this.depth);
+    this.pruned = u8(this.pruned);
+    this.kept = u8(this.kept);
+    this.live = u8(this.live);
+    this.keptWeight = f64(this.keptWeight);
+    this.keptCount = i32(this.keptCount);
+    this.order = new Int32Array(cap);
+    this.dirty = u8(this.dirty);
+    this.capacity = cap;
+    this.capacityVersion++;
+  }
+}

@@ -1,0 +1,129 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { generateForest } from '../src/synth/generate.js';
+import { createLiveForest } from '../src/live/create.js';
+import { snapshotLive } from '../src/live/snapshot.js';
+import { LiveError } from '../src/live/store.js';
+import { Rng } from '../src/util/random.js';
+import { checkLiveAgainstScratch, randomOps } from './live-ops.js';
+
+describe('live forest on the cpu backend', () => {
+  it('after any random sequence of changes, scores and plans equal a from-scratch score + allocate (bit for bit)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 40 }), async (seed, dim, steps) => {
+        const live = await createLiveForest({ dim, backend: 'cpu' });
+        try {
+          const rng = new Rng(seed);
+          for (const op of randomOps(live, rng, steps)) {
+            await op.apply();
+            if (op.check) await checkLiveAgainstScratch(live, op.check, { exact: true });
+          }
+          await checkLiveAgainstScratch(live, { budget: 1 + rng.int(0, 20) }, { exact: true });
+        } finally {
+          live.destroy();
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('re-scores only the sibling groups a change touches', async () => {
+    const live = await createLiveForest({ dim: 4, backend: 'cpu' });
+    live.addForest(generateForest({ trees: 6, dim: 4, seed: 3, minNodes: 10, maxNodes: 30 }));
+    expect(await live.rescore()).toBe(live.stats().groups);
+    expect(await live.rescore()).toBe(0);
+
+    live.update({ tree: 't2', node: 5, reward: 0.25, visits: 3 });
+    expect(await live.rescore()).toBe(1);
+    live.update({ tree: 't2', node: 0, reward: 0.9, visits: 7 }); // the root is in no group
+    expect(await live.rescore()).toBe(0);
+    live.update({ tree: 't2', node: 5, terminal: true }); // terminal changes the plan only
+    expect(await live.rescore()).toBe(0);
+
+    const path = live.store.pathTo('t3', live.store.slotSize[live.store.slotOf('t3')] - 1);
+    live.finishRollout('t3', { path }, 1);
+    expect(await live.rescore()).toBe(path.length - 1);
+
+    await live.plan({ budget: 8 });
+    live.update({ tree: 't4', node: 1, uncertainty: 0.5 });
+    const summary = await live.plan({ budget: 8 });
+    expect(summary.replanned).toEqual(['t4']);
+    live.destroy();
+  });
+
+  it('hands the budget of branches that stopped early to their siblings (SPEC §4 on the updated tree)', async () => {
+    const live = await createLiveForest({ dim: 0, backend: 'cpu' });
+    live.addTree({ id: 'q', nodes: [{}, { parent: 0, uncertainty: 0.1 }, { parent: 0, uncertainty: 0.2 }, { parent: 0, uncertainty: 0.3 }] });
+    await live.plan({ budget: 12, widen: 0, pruneRatio: 0 });
+    const before = live.treePlan('q').allocations;
+    expect(before.map((a) => a.node)).toEqual([1, 2, 3]);
+    live.update([{ tree: 'q', node: 3, terminal: true }]);
+    const after = live.treePlan('q', {});
+    await live.plan({ budget: 12, widen: 0, pruneRatio: 0 });
+    const replanned = live.treePlan('q').allocations;
+    expect(after.allocations).toEqual(before); // nothing changes until re-planned
+    expect(replanned.map((a) => a.node)).toEqual([1, 2]);
+    expect(replanned.reduce((s, a) => s + a.branches, 0)).toBe(12);
+    live.destroy();
+  });
+
+  it('rejects bad changes with the tree, node and field named, and applies none of a rejected batch', async () => {
+    const live = await createLiveForest({ dim: 2, backend: 'cpu' });
+    live.addTree({ id: 'a', nodes: [{ embedding: [1, 0] }, { parent: 0, embedding: [0, 1], visits: 2, reward: 1 }] });
+    const before = snapshotLive(live);
+    const err = (f: () => void) => { try { f(); } catch (e) { return e as LiveError; } throw new Error('expected an error'); };
+
+    let e = err(() => live.update([{ tree: 'a', node: 1, reward: 0 }, { tree: 'a', node: 1, visits: -1 }]));
+    expect(e).toBeInstanceOf(LiveError);
+    expect(e.message).toBe('tree "a" (#0), node 1, field "visits": must be an integer >= 0, got -1');
+    expect(live.store.reward[live.store.rowOf('a', 1)]).toBe(1);
+
+    e = err(() => live.addNodes('a', [{ parent: 1, embedding: [1, 1] }, { parent: 7, embedding: [1, 1] }]));
+    expect(e.message).toBe('tree "a" (#0), node 3, field "parent": must be a node index in [0, 2] (parents come before children), got 7');
+    e = err(() => live.addNodes('a', [{ parent: 0, embedding: [1, NaN] }]));
+    expect(e.message).toBe('tree "a" (#0), node 2, field "embedding[1]": must be a finite number, got NaN');
+    e = err(() => live.update({ tree: 'b', node: 0, reward: 1 }));
+    expect(e.code).toBe('unknown_tree');
+    expect(e.message).toContain('"b"');
+    e = err(() => live.update({ tree: 'a', node: 2, reward: 1 }));
+    expect(e.code).toBe('unknown_node');
+    e = err(() => live.finishRollout('a', { path: [1] }, 1));
+    expect(e.message).toBe('tree "a" (#0), node 1, field "path[0]": the path must start at the root (node 0)');
+    e = err(() => live.addTree({ id: 'a', nodes: [{ embedding: [1, 1] }] }));
+    expect(e.code).toBe('duplicate_tree');
+    e = err(() => live.addTree({ id: 'c', nodes: [{ embedding: [1, 1] }, { parent: 0, embedding: [1] }] }));
+    expect(e.message).toBe('tree "c" (#1), node 1, field "embedding": must have 2 numbers (dim), got 1');
+
+    const after = snapshotLive(live);
+    expect(after.forest).toEqual(before.forest);
+    expect(live.treeIds()).toEqual(['a']);
+    live.destroy();
+  });
+
+  it('grows a tree past its slab and keeps its scores and plan right', async () => {
+    const live = await createLiveForest({ dim: 3, backend: 'cpu' });
+    live.addTree({ id: 'x', nodes: [{ embedding: [1, 0, 0] }, { parent: 0, embedding: [1, 0.1, 0], visits: 1, reward: 1 }] });
+    live.addTree({ id: 'y', nodes: [{ embedding: [0, 1, 0] }] });
+    const rng = new Rng(9);
+    for (let i = 0; i < 200; i++) {
+      const n = live.store.slotSize[live.store.slotOf('x')];
+      live.addNodes('x', [{ parent: rng.int(0, n - 1), embedding: [rng.normal(), rng.normal(), rng.normal()], visits: rng.int(0, 3), reward: rng.next() }]);
+    }
+    expect(live.store.slotCap[live.store.slotOf('x')]).toBeGreaterThanOrEqual(202);
+    await checkLiveAgainstScratch(live, { totalBudget: 40 }, { exact: true });
+    live.destroy();
+  });
+});
+
+describe('global budget and per-tree budgets', () => {
+  it('per-tree budgets by id must name every tree', async () => {
+    const live = await createLiveForest({ dim: 0, backend: 'cpu' });
+    live.addTree({ id: 'a', nodes: [{}] });
+    live.addTree({ id: 'b', nodes: [{}] });
+    await expect(live.plan({ budget: { a: 3 } })).rejects.toThrow('budget has no entry for tree "b"');
+    const summary = await live.plan({ budget: { a: 3, b: 5 } });
+    expect(summary.replanned).toEqual(['a', 'b']);
+    expect(live.treePlan('b').allocations).toEqual([{ node: 0, branches: 5, depth: 4 }]);
+    live.destroy();
+  });
+});
