@@ -1,0 +1,99 @@
+// Shared declarations of the TRACE scoring kernels (SPEC §2). The host prepends a prelude
+// that defines `EmbScalar` (f32, or f16 behind `enable f16;`) and concatenates this file
+// with one kernel file; WGSL has no includes.
+//
+// Layout (one chunk of a packed forest; see docs/GPU.md "Device layout"):
+//   feat[slot]  per child slot: reward and uncertainty as f32 hi/lo pairs (so differences of
+//               nearly equal values keep float64-like precision) and a visited flag.
+//   emb         `stride` scalars per child slot, slot-major, so a group's rows are contiguous.
+//   work[i]     one entry per group to score: (first slot, k, first output slot, output index).
+//   out[o]      per output slot (C, w, gA, gB); `.w` and `.x/.z` double as scratch for the
+//               row scale and the contrast sums while a group is being scored.
+//   outI[i]     intensity of work entry i's group.
+
+struct Params {
+  alpha: f32,
+  tau: f32,
+  count: u32,   // work entries in this dispatch
+  dim: u32,
+  gridX: u32,   // workgroups along x: dispatches over 65 535 workgroups fold into 2-D grids
+  stride: u32,  // scalars per embedding row (dim, rounded up to even for f16 so rows are 4-byte aligned)
+  _pad1: u32,
+  _pad2: u32,
+}
+
+struct Feat {
+  reward: vec2<f32>,       // hi, lo: reward ≈ hi + lo
+  uncertainty: vec2<f32>,  // hi, lo
+  visited: f32,            // 1 when visits > 0
+  _pad: f32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> feat: array<Feat>;
+@group(0) @binding(2) var<storage, read> emb: array<EmbScalar>;
+@group(0) @binding(3) var<storage, read> work: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> outI: array<f32>;
+
+const EPS: f32 = 1e-6;
+
+fn embAt(i: u32) -> f32 {
+  return f32(emb[i]);
+}
+
+// 1/‖e‖ of a slot's embedding, or 0 for a zero row (and for dim 0). The row is scaled by its
+// max-abs first so the squares cannot overflow or underflow f32.
+fn rowScale(slot: u32) -> f32 {
+  let base = slot * P.stride;
+  var m = 0.0;
+  for (var d = 0u; d < P.dim; d++) {
+    m = max(m, abs(embAt(base + d)));
+  }
+  if (m == 0.0) {
+    return 0.0;
+  }
+  let invM = 1.0 / m;
+  var s = 0.0;
+  for (var d = 0u; d < P.dim; d++) {
+    let x = embAt(base + d) * invM;
+    s = fma(x, x, s);
+  }
+  return invM / sqrt(s);
+}
+
+// Semantic distance d = ‖ê_i − ê_j‖²/4 in [0, 1]; 0.5 (similarity 0) when either norm is 0.
+fn distance(si: u32, fi: f32, sj: u32, fj: f32) -> f32 {
+  if (fi == 0.0 || fj == 0.0) {
+    return 0.5;
+  }
+  let bi = si * P.stride;
+  let bj = sj * P.stride;
+  var s = 0.0;
+  for (var d = 0u; d < P.dim; d++) {
+    let diff = embAt(bi + d) * fi - embAt(bj + d) * fj;
+    s = fma(diff, diff, s);
+  }
+  return clamp(s * 0.25, 0.0, 1.0);
+}
+
+// Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited.
+fn feedback(si: u32, sj: u32) -> f32 {
+  let a = feat[si];
+  let b = feat[sj];
+  var dr = 0.0;
+  if (a.visited > 0.0 && b.visited > 0.0) {
+    dr = abs((a.reward.x - b.reward.x) + (a.reward.y - b.reward.y));
+  }
+  let du = abs((a.uncertainty.x - b.uncertainty.x) + (a.uncertainty.y - b.uncertainty.y));
+  return dr + du;
+}
+
+// (c_ij, ∂c_ij/∂a). ∂c/∂a is written as −c·(α·d/den) so it cannot overflow for huge Δ.
+fn response(si: u32, fi: f32, sj: u32, fj: f32) -> vec2<f32> {
+  let delta = feedback(si, sj);
+  let ad = P.alpha * distance(si, fi, sj, fj);
+  let den = delta + ad + EPS;
+  let c = delta / den;
+  return vec2<f32>(c, -c * (ad / den));
+}

@@ -1,0 +1,89 @@
+// One workgroup per sibling group: lanes stride over the children (any k), each lane sums
+// its children's responses against every sibling, then the workgroup reduces max/sums for
+// the softmax through workgroup memory. Used for large groups.
+
+override WG: u32 = 64u;  // a power of two (tree reductions)
+
+var<workgroup> entry: vec4<u32>;
+var<workgroup> red: array<vec4<f32>, WG>;
+
+fn reduceMaxSum(lid: u32, v: vec4<f32>) -> vec4<f32> {
+  // .x is reduced with max, .yzw with +.
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      let a = red[lid];
+      let b = red[lid + s];
+      red[lid] = vec4<f32>(max(a.x, b.x), a.yzw + b.yzw);
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let li = wid.y * P.gridX + wid.x;
+  if (li >= P.count) {
+    return;
+  }
+  if (lid == 0u) {
+    entry = work[li];
+  }
+  let e = workgroupUniformLoad(&entry);
+  let s0 = e.x;
+  let k = e.y;
+  let o0 = e.z;
+  if (k == 1u) {
+    if (lid == 0u) {
+      out[o0] = vec4<f32>(0.0, 1.0, 0.0, 0.0);
+      outI[e.w] = 0.0;
+    }
+    return;
+  }
+  for (var i = lid; i < k; i += WG) {
+    out[o0 + i] = vec4<f32>(0.0, 0.0, 0.0, rowScale(s0 + i));
+  }
+  storageBarrier();
+  let inv = 1.0 / f32(k - 1u);
+  for (var i = lid; i < k; i += WG) {
+    let fi = out[o0 + i].w;
+    var acc = vec2<f32>(0.0);
+    for (var j = 0u; j < k; j++) {
+      if (j != i) {
+        acc += response(s0 + i, fi, s0 + j, out[o0 + j].w);
+      }
+    }
+    // Only .x and .z are written: other lanes may still be reading this slot's .w.
+    out[o0 + i].x = acc.x * inv;
+    out[o0 + i].z = acc.y * inv;
+  }
+  storageBarrier();
+  var part = vec4<f32>(-3.0e38, 0.0, 0.0, 0.0);
+  for (var i = lid; i < k; i += WG) {
+    let c = out[o0 + i].x;
+    part = vec4<f32>(max(part.x, c), part.y + c, 0.0, 0.0);
+  }
+  let mc = reduceMaxSum(lid, part);
+  let cMax = mc.x;
+  part = vec4<f32>(0.0);
+  for (var i = lid; i < k; i += WG) {
+    let o = out[o0 + i];
+    let z = exp((o.x - cMax) / P.tau);
+    part += vec4<f32>(0.0, z, z * o.x, z * o.z);
+  }
+  let zs = reduceMaxSum(lid, part);
+  let wC = zs.z / zs.y;
+  let wCd = zs.w / zs.y;
+  for (var i = lid; i < k; i += WG) {
+    let o = out[o0 + i];
+    let w = exp((o.x - cMax) / P.tau) / zs.y;
+    out[o0 + i] = vec4<f32>(o.x, w, (o.z - wCd) / P.tau, -(o.x - wC) / P.tau);
+  }
+  if (lid == 0u) {
+    outI[e.w] = mc.y / f32(k);
+  }
+}

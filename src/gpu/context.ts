@@ -1,0 +1,190 @@
+import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from './errors.js';
+import { BufferPool } from './pool.js';
+import { kernelSource, type KernelName } from './shaders.js';
+
+export interface GpuContextOptions {
+  /**
+   * The `navigator.gpu` to use. Defaults to Dawn's (the `webgpu` package) in Node, or the
+   * global `navigator.gpu` where one exists (browsers, Deno).
+   */
+  gpu?: GPU;
+  powerPreference?: GPUPowerPreference;
+}
+
+/** Workgroup sizes of the two kernels (see docs/GPU.md for the measurements behind them). */
+export const KERNEL_WORKGROUP: Readonly<Record<KernelName, number>> = { score_workgroup: 64, score_thread: 64 };
+
+/**
+ * Owns one WebGPU device and everything created on it: compiled pipelines (built once per
+ * kernel and embedding type), the bind group layout and the buffer pool. Create it once,
+ * share it across scorers and calls, and `destroy()` it at the end — Dawn keeps the Node
+ * process alive while a device exists.
+ */
+export class GpuContext {
+  readonly pool: BufferPool;
+  readonly layout: GPUBindGroupLayout;
+  readonly hasF16: boolean;
+  readonly hasTimestamps: boolean;
+  /** Largest storage binding, in bytes (the adapter's real limit, requested at creation). */
+  readonly maxBinding: number;
+  readonly maxWorkgroupsPerDim: number;
+  readonly minStorageOffset: number;
+  private readonly pipelines = new Map<string, Promise<GPUComputePipeline>>();
+  private lostError: GpuDeviceLostError | undefined;
+  private destroyed = false;
+  /** Settles (never rejects) when the device is lost; every wait races against it. */
+  readonly lost: Promise<GpuDeviceLostError>;
+
+  private constructor(readonly device: GPUDevice, readonly adapterName: string) {
+    this.pool = new BufferPool(device);
+    this.hasF16 = device.features.has('shader-f16');
+    this.hasTimestamps = device.features.has('timestamp-query');
+    this.maxBinding = device.limits.maxStorageBufferBindingSize;
+    this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
+    this.minStorageOffset = device.limits.minStorageBufferOffsetAlignment;
+    this.lost = device.lost.then((info) => {
+      this.lostError = new GpuDeviceLostError(info.reason, info.message);
+      return this.lostError;
+    });
+    const storage = (binding: number, type: GPUBufferBindingType): GPUBindGroupLayoutEntry => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } });
+    this.layout = device.createBindGroupLayout({
+      label: 'trace-score',
+      entries: [
+        storage(0, 'uniform'),
+        storage(1, 'read-only-storage'),
+        storage(2, 'read-only-storage'),
+        storage(3, 'read-only-storage'),
+        storage(4, 'storage'),
+        storage(5, 'storage'),
+      ],
+    });
+  }
+
+  static async create(options: GpuContextOptions = {}): Promise<GpuContext> {
+    const gpu = options.gpu ?? (await defaultGpu());
+    let adapter: GPUAdapter | null;
+    try {
+      adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? 'high-performance' });
+    } catch (err) {
+      throw new GpuUnavailableError((err as Error).message);
+    }
+    if (!adapter) throw new GpuUnavailableError();
+    const wanted: GPUFeatureName[] = ['shader-f16', 'timestamp-query'];
+    const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
+    const l = adapter.limits;
+    // Ask for what the adapter really offers; the defaults (128 MiB bindings, 256 MiB buffers) are lower on many GPUs.
+    const requiredLimits: Record<string, number> = {
+      maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+      maxBufferSize: l.maxBufferSize,
+      maxComputeWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
+      maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+      maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+      maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
+    };
+    const device = await adapter.requestDevice({ label: 'trace-alloc', requiredFeatures, requiredLimits });
+    const info = adapter.info;
+    const name = [info?.vendor, info?.architecture, info?.device, info?.description].filter((s) => s).join(' ') || 'unknown adapter';
+    return new GpuContext(device, name);
+  }
+
+  /** The compiled pipeline of a kernel, compiled once per device. */
+  pipeline(kernel: KernelName, f16: boolean): Promise<GPUComputePipeline> {
+    const key = `${kernel}:${f16 ? 'f16' : 'f32'}`;
+    let p = this.pipelines.get(key);
+    if (!p) {
+      p = (async () => {
+        const code = await kernelSource(kernel, f16);
+        const module = await this.guard(`compiling ${key}`, () => this.device.createShaderModule({ label: key, code }));
+        try {
+          return await this.race(
+            this.device.createComputePipelineAsync({
+              label: key,
+              layout: this.device.createPipelineLayout({ bindGroupLayouts: [this.layout] }),
+              compute: { module, entryPoint: 'main', constants: { WG: KERNEL_WORKGROUP[kernel] } },
+            }),
+          );
+        } catch (err) {
+          if (err instanceof GpuDeviceLostError) throw err;
+          throw new GpuValidationError(`compiling ${key}`, (err as Error).message);
+        }
+      })();
+      p.catch(() => this.pipelines.delete(key));
+      this.pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  /** Throws if the device is gone; call before starting GPU work. */
+  checkAlive(): void {
+    if (this.lostError) throw this.lostError;
+    if (this.destroyed) throw new GpuDeviceLostError('destroyed', 'the GpuContext was destroyed');
+  }
+
+  get isLost(): boolean {
+    return this.lostError !== undefined || this.destroyed;
+  }
+
+  /** Awaits `promise`, but fails with the device-lost error instead of hanging if the device goes away. */
+  async race<T>(promise: Promise<T>): Promise<T> {
+    this.checkAlive();
+    const lost = this.lost.then((err) => Promise.reject(err));
+    lost.catch(() => {});
+    return Promise.race([promise, lost]);
+  }
+
+  /**
+   * Runs `work` inside validation and out-of-memory error scopes and turns anything they
+   * catch into a `GpuValidationError` (Dawn prints these instead of throwing).
+   */
+  async guard<T>(during: string, work: () => T): Promise<T> {
+    // `work` is synchronous so that two calls in flight cannot interleave their scopes.
+    this.checkAlive();
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    let result: T;
+    let thrown: unknown;
+    try {
+      result = work();
+    } catch (err) {
+      thrown = err;
+    }
+    const popValidation = this.device.popErrorScope();
+    const popOom = this.device.popErrorScope();
+    const validation = await this.race(popValidation);
+    const oom = await this.race(popOom);
+    if (thrown) throw thrown;
+    if (validation) throw new GpuValidationError(during, validation.message);
+    if (oom) throw new GpuValidationError(during, `out of memory: ${oom.message}`);
+    return result!;
+  }
+
+  /** Simulates a lost device (tests, and callers that want to abandon in-flight work). */
+  loseDevice(): void {
+    this.device.destroy();
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.pool.trim();
+    this.device.destroy();
+  }
+}
+
+let dawn: GPU | undefined;
+
+async function defaultGpu(): Promise<GPU> {
+  if (dawn) return dawn;
+  const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
+  if (nav?.gpu) return nav.gpu;
+  let mod: { create: (flags: string[]) => GPU; globals: object };
+  try {
+    mod = (await import('webgpu')) as unknown as typeof mod;
+  } catch (err) {
+    throw new GpuUnavailableError(`the "webgpu" package (Dawn for Node) could not be loaded: ${(err as Error).message}`);
+  }
+  // Dawn's classes (GPUBufferUsage, …) must be globals for code written against the web API.
+  for (const [k, v] of Object.entries(mod.globals)) if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
+  dawn = mod.create([]);
+  return dawn;
+}

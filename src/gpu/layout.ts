@@ -1,0 +1,199 @@
+import { ForestError } from '../forest/errors.js';
+import type { PackedForest } from '../forest/packed.js';
+import { toHalfBits } from './half.js';
+
+/**
+ * Device-side layout (docs/GPU.md "Device layout"). Children are stored in *slot* order —
+ * the order of `forest.groupChild` — so each sibling group's rows are contiguous and a chunk
+ * of consecutive groups is a contiguous slot range. Roots have no slot: nothing reads them.
+ */
+export const FEAT_FLOATS = 6;
+export const FEAT_BYTES = FEAT_FLOATS * 4;
+export const OUT_BYTES = 16;
+export const WORK_BYTES = 16;
+
+/** Consecutive groups `[groupStart, groupEnd)` whose buffers each fit one storage binding. */
+export interface Chunk {
+  readonly index: number;
+  readonly groupStart: number;
+  readonly groupEnd: number;
+  readonly slotStart: number;
+  readonly slotEnd: number;
+}
+
+export interface ChunkSizes {
+  feat: number;
+  emb: number;
+  out: number;
+  work: number;
+  outI: number;
+}
+
+/** Scalars per embedding row on the device: f16 rows are padded to an even count (4-byte aligned). */
+export function embStride(dim: number, f16: boolean): number {
+  return f16 ? align2(dim) : dim;
+}
+
+export function embBytesPerSlot(dim: number, f16: boolean): number {
+  return embStride(dim, f16) * (f16 ? 2 : 4);
+}
+
+export function chunkSizes(dim: number, f16: boolean, slots: number, groups: number): ChunkSizes {
+  return {
+    feat: slots * FEAT_BYTES,
+    emb: align4(slots * embBytesPerSlot(dim, f16)),
+    out: slots * OUT_BYTES,
+    work: groups * WORK_BYTES,
+    outI: align4(groups * 4),
+  };
+}
+
+/**
+ * Splits the groups into chunks at group boundaries so that no buffer of a chunk exceeds
+ * `maxBytes` (the device's `maxStorageBufferBindingSize`, or less to bound memory).
+ */
+export function planChunks(forest: PackedForest, f16: boolean, maxBytes: number): Chunk[] {
+  const { groupOffset, groupCount, dim } = forest;
+  const perSlot = Math.max(embBytesPerSlot(dim, f16), FEAT_BYTES, OUT_BYTES);
+  const chunks: Chunk[] = [];
+  let start = 0;
+  while (start < groupCount) {
+    let end = start;
+    while (end < groupCount) {
+      const slots = groupOffset[end + 1] - groupOffset[start];
+      const groups = end + 1 - start;
+      if (slots * perSlot + 4 > maxBytes || groups * WORK_BYTES > maxBytes) break;
+      end++;
+    }
+    if (end === start) {
+      const k = groupOffset[start + 1] - groupOffset[start];
+      const parentRow = forest.groupParent[start];
+      const tree = forest.nodeTree[parentRow];
+      throw new ForestError(
+        { tree, treeId: forest.treeIds[tree], node: parentRow - forest.treeOffset[tree], field: 'embedding' },
+        `the ${k} children of this node need ${k * perSlot} bytes, more than one GPU storage binding holds (${maxBytes}); use the cpu backend or smaller embeddings`,
+      );
+    }
+    chunks.push({ index: chunks.length, groupStart: start, groupEnd: end, slotStart: groupOffset[start], slotEnd: groupOffset[end] });
+    start = end;
+  }
+  return chunks;
+}
+
+/** Node features of slots `[s0, s1)`: reward and uncertainty as f32 hi/lo pairs, visited flag. */
+export function packFeatures(forest: PackedForest, slots: ArrayLike<number>, out = new Float32Array(slots.length * FEAT_FLOATS)): Float32Array {
+  const { groupChild, reward, uncertainty, visits } = forest;
+  for (let i = 0; i < slots.length; i++) {
+    const row = groupChild[slots[i]];
+    writeFeature(out, i * FEAT_FLOATS, reward[row], uncertainty[row], visits[row]);
+  }
+  return out;
+}
+
+export function packFeatureRange(forest: PackedForest, s0: number, s1: number): Float32Array {
+  const { groupChild, reward, uncertainty, visits } = forest;
+  const out = new Float32Array((s1 - s0) * FEAT_FLOATS);
+  for (let s = s0; s < s1; s++) {
+    const row = groupChild[s];
+    writeFeature(out, (s - s0) * FEAT_FLOATS, reward[row], uncertainty[row], visits[row]);
+  }
+  return out;
+}
+
+export function writeFeature(out: Float32Array, at: number, reward: number, uncertainty: number, visits: number): void {
+  const rHi = Math.fround(reward);
+  const uHi = Math.fround(uncertainty);
+  out[at] = rHi;
+  out[at + 1] = reward - rHi;
+  out[at + 2] = uHi;
+  out[at + 3] = uncertainty - uHi;
+  out[at + 4] = visits > 0 ? 1 : 0;
+  out[at + 5] = 0;
+}
+
+/** Embedding rows of slots `[s0, s1)`, slot-major; f16 as raw bits in a Uint16Array. */
+export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number, f16: boolean): Float32Array | Uint16Array {
+  const { dim, groupChild, embedding } = forest;
+  if (!f16) {
+    const out = new Float32Array(Math.max(1, (s1 - s0) * dim));
+    for (let s = s0; s < s1; s++) {
+      const r = groupChild[s] * dim;
+      out.set(embedding.subarray(r, r + dim), (s - s0) * dim);
+    }
+    return out;
+  }
+  const stride = embStride(dim, true);
+  const out = new Uint16Array(Math.max(2, (s1 - s0) * stride));
+  for (let s = s0; s < s1; s++) writeHalfRow(out, (s - s0) * stride, embedding, groupChild[s] * dim, dim);
+  return out;
+}
+
+/**
+ * One row as f16. The row is first scaled by a power of two that brings its max-abs into
+ * [1, 2) — exact in f32 and harmless to cosine similarity — so no row overflows f16 and
+ * tiny rows do not flush to zero.
+ */
+export function writeHalfRow(out: Uint16Array, at: number, src: Float32Array, from: number, dim: number): void {
+  let m = 0;
+  for (let d = 0; d < dim; d++) m = Math.max(m, Math.abs(src[from + d]));
+  const scale = m > 0 ? 2 ** -Math.floor(Math.log2(m)) : 0;
+  for (let d = 0; d < dim; d++) out[at + d] = toHalfBits(src[from + d] * scale);
+}
+
+/** Work entries (first slot, k, first output slot, output index) for whole groups, in chunk-local slots. */
+export interface WorkLists {
+  /** Entries for the one-invocation-per-group kernel. */
+  thread: Uint32Array;
+  /** Entries for the one-workgroup-per-group kernel. */
+  workgroup: Uint32Array;
+}
+
+export type Route = 'auto' | 'thread' | 'workgroup';
+
+/**
+ * Groups up to this many children go to the one-invocation-per-group kernel (see
+ * docs/GPU.md for the measurement); larger ones get a whole workgroup.
+ */
+export const THREAD_KERNEL_MAX_K = 16;
+
+export function routeToThread(k: number, route: Route): boolean {
+  return route === 'thread' || (route === 'auto' && k <= THREAD_KERNEL_MAX_K);
+}
+
+/**
+ * Builds work lists for `groups` (global ids, all inside `chunk`). Outputs are compacted:
+ * the i-th listed group writes `k` output slots starting where the previous one ended and its
+ * intensity at index i. Returns the lists and the number of output slots used.
+ */
+export function buildWork(forest: PackedForest, chunk: Chunk, groups: ArrayLike<number>, route: Route): { lists: WorkLists; outSlots: number } {
+  const { groupOffset } = forest;
+  let nThread = 0;
+  for (let i = 0; i < groups.length; i++) {
+    const g = groups[i];
+    if (routeToThread(groupOffset[g + 1] - groupOffset[g], route)) nThread++;
+  }
+  const thread = new Uint32Array(nThread * 4);
+  const workgroup = new Uint32Array((groups.length - nThread) * 4);
+  let o = 0, t = 0, w = 0;
+  for (let i = 0; i < groups.length; i++) {
+    const g = groups[i];
+    const first = groupOffset[g];
+    const k = groupOffset[g + 1] - first;
+    const list = routeToThread(k, route) ? thread : workgroup;
+    const at = list === thread ? t++ * 4 : w++ * 4;
+    list[at] = first - chunk.slotStart;
+    list[at + 1] = k;
+    list[at + 2] = o;
+    list[at + 3] = i;
+    o += k;
+  }
+  return { lists: { thread, workgroup }, outSlots: o };
+}
+
+function align4(n: number): number {
+  return Math.max(4, Math.ceil(n / 4) * 4);
+}
+
+function align2(n: number): number {
+  return Math.ceil(n / 2) * 2;
+}

@@ -1,0 +1,390 @@
+import { describeValue, ForestError } from '../forest/errors.js';
+import type { PackedForest } from '../forest/packed.js';
+import { resolveParams, type ScoreParams, type Scores } from '../score/types.js';
+import type { GpuContext } from './context.js';
+import { loadPipelines, submitChunk, type ChunkInputs, type ChunkOutputs } from './dispatch.js';
+import {
+  buildWork, chunkSizes, embBytesPerSlot, embStride, FEAT_BYTES, FEAT_FLOATS, packEmbeddingRange, packFeatureRange, planChunks,
+  writeFeature, writeHalfRow, type Chunk, type Route,
+} from './layout.js';
+
+export interface ResidentOptions {
+  /** Store embeddings as f16 (needs `shader-f16`); accumulation stays f32. Default false. */
+  f16?: boolean;
+  /** Cap on any one chunk buffer, below the device's storage binding limit (tests, memory). */
+  maxChunkBytes?: number;
+  /** Kernel routing: 'auto' (by group size), or force one kernel (measurements, tests). */
+  route?: Route;
+}
+
+/** Where the time of one GPU call went, in milliseconds (docs/GPU.md "Timings"). */
+export interface GpuTimings {
+  /** Host time packing inputs into the device layout and queueing their upload. */
+  upload: number;
+  /** GPU time of the compute passes (timestamp queries), or the wait for results without them. */
+  kernels: number;
+  kernelsFrom: 'timestamp-query' | 'wait';
+  /** From the last submit until the last result was mapped (GPU tail plus transfer back). */
+  wait: number;
+  /** Host time copying mapped results out and scattering them to node rows. */
+  readback: number;
+  total: number;
+}
+
+/** Scores of a list of groups, as returned by `ResidentForest.rescore`. */
+export interface GroupScores {
+  /** The groups scored: the requested ids, sorted and without duplicates. */
+  readonly groupIds: Int32Array;
+  /** `groupIds.length + 1` offsets into the per-child arrays. */
+  readonly childOffset: Int32Array;
+  /** Global row of each child. */
+  readonly rows: Int32Array;
+  readonly contrast: Float32Array;
+  readonly weight: Float32Array;
+  readonly gradAlpha: Float32Array;
+  readonly gradTau: Float32Array;
+  /** One per listed group. */
+  readonly intensity: Float32Array;
+  readonly params: Readonly<ScoreParams>;
+  readonly timings: GpuTimings;
+}
+
+interface ChunkState extends ChunkInputs {
+  chunk: Chunk;
+}
+
+/**
+ * A packed forest kept on the device: node features and embeddings are uploaded once, can be
+ * updated row by row in place, and any list of groups can be re-scored with only their
+ * outputs read back. The group structure is fixed; a forest that gains nodes needs a new
+ * ResidentForest. Several `rescore` calls may be in flight at once (outputs are per call).
+ */
+export class ResidentForest {
+  private destroyed = false;
+  /** Chunk of each group. */
+  private readonly groupChunk: Int32Array;
+  /** Slot of each row (its position in `groupChild`), -1 for roots. */
+  private readonly rowSlot: Int32Array;
+
+  private constructor(
+    private readonly ctx: GpuContext,
+    readonly forest: PackedForest,
+    readonly f16: boolean,
+    private readonly route: Route,
+    private readonly states: ChunkState[],
+    readonly uploadMs: number,
+  ) {
+    this.groupChunk = new Int32Array(forest.groupCount);
+    for (const s of states) this.groupChunk.fill(s.chunk.index, s.chunk.groupStart, s.chunk.groupEnd);
+    this.rowSlot = new Int32Array(forest.nodeCount).fill(-1);
+    for (let slot = 0; slot < forest.groupChild.length; slot++) this.rowSlot[forest.groupChild[slot]] = slot;
+  }
+
+  /** Uploads `forest` to the device. */
+  static async create(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<ResidentForest> {
+    const f16 = checkF16(ctx, options.f16);
+    const t0 = performance.now();
+    const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+    const states: ChunkState[] = [];
+    try {
+      for (const chunk of chunks) states.push(await uploadChunk(ctx, forest, chunk, f16));
+    } catch (err) {
+      if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
+      throw err;
+    }
+    return new ResidentForest(ctx, forest, f16, options.route ?? 'auto', states, performance.now() - t0);
+  }
+
+  get chunkCount(): number {
+    return this.states.length;
+  }
+
+  /** The groups whose scores depend on these rows (each row's own sibling group). */
+  groupsOfRows(rows: ArrayLike<number>): Int32Array {
+    const set = new Set<number>();
+    for (let i = 0; i < rows.length; i++) {
+      const g = this.forest.parentGroup[checkRow(this.forest, rows[i])];
+      if (g >= 0) set.add(g);
+    }
+    return Int32Array.from([...set].sort((a, b) => a - b));
+  }
+
+  /**
+   * Overwrites reward, visits and uncertainty of `rows` on the device with the values at the
+   * same rows of `source` (e.g. the updated PackedForest). Roots are ignored: no group reads them.
+   */
+  writeNodeFeatures(rows: ArrayLike<number>, source: Pick<PackedForest, 'reward' | 'visits' | 'uncertainty'>): void {
+    this.checkAlive();
+    const f = this.forest;
+    const one = new Float32Array(FEAT_FLOATS);
+    for (let i = 0; i < rows.length; i++) {
+      const row = checkRow(f, rows[i]);
+      const slot = this.rowSlot[row];
+      if (slot < 0) continue;
+      const r = source.reward[row], n = source.visits[row], u = source.uncertainty[row];
+      const where = (field: string) => this.location(row, field);
+      if (!Number.isFinite(r)) throw new ForestError(where('reward'), `must be a finite number, got ${describeValue(r)}`);
+      if (!Number.isInteger(n) || n < 0) throw new ForestError(where('visits'), `must be an integer >= 0, got ${describeValue(n)}`);
+      if (!Number.isFinite(u) || u < 0) throw new ForestError(where('uncertainty'), `must be a finite number >= 0, got ${describeValue(u)}`);
+      writeFeature(one, 0, r, u, n);
+      const s = this.states[this.groupChunk[f.parentGroup[row]]];
+      this.ctx.device.queue.writeBuffer(s.feat, (slot - s.chunk.slotStart) * FEAT_BYTES, one);
+    }
+  }
+
+  /** Overwrites the embeddings of `rows` on the device from `source` (row-major, `nodeCount × dim`). */
+  writeEmbeddings(rows: ArrayLike<number>, source: Float32Array): void {
+    this.checkAlive();
+    const f = this.forest;
+    const dim = f.dim;
+    if (dim === 0) return;
+    if (source.length !== f.nodeCount * dim) throw new ForestError({ field: 'embedding' }, `matrix has ${source.length} values, expected ${f.nodeCount} × ${dim}`);
+    const half = this.f16 ? new Uint16Array(embStride(dim, true)) : undefined;
+    for (let i = 0; i < rows.length; i++) {
+      const row = checkRow(f, rows[i]);
+      const slot = this.rowSlot[row];
+      if (slot < 0) continue;
+      for (let d = 0; d < dim; d++) {
+        const x = source[row * dim + d];
+        if (!Number.isFinite(x)) throw new ForestError(this.location(row, `embedding[${d}]`), `must be a finite number, got ${describeValue(x)}`);
+      }
+      const s = this.states[this.groupChunk[f.parentGroup[row]]];
+      const offset = (slot - s.chunk.slotStart) * embBytesPerSlot(dim, this.f16);
+      if (half) {
+        writeHalfRow(half, 0, source, row * dim, dim);
+        this.ctx.device.queue.writeBuffer(s.emb, offset, half);
+      } else {
+        this.ctx.device.queue.writeBuffer(s.emb, offset, source, row * dim, dim);
+      }
+    }
+  }
+
+  /** Scores `groupIds` with the device-resident data and reads back only their outputs. */
+  async rescore(groupIds: ArrayLike<number>, params?: Partial<ScoreParams>): Promise<GroupScores> {
+    this.checkAlive();
+    const t0 = performance.now();
+    const resolved = resolveParams(params);
+    const f = this.forest;
+    const ids = Int32Array.from(new Set(Array.from(groupIds, (g) => checkGroup(f, g)))).sort();
+    const pipes = await loadPipelines(this.ctx, this.f16);
+    const tUpload = performance.now();
+    const runs: { state: ChunkState; from: number; to: number; pending: Promise<ChunkOutputs> }[] = [];
+    for (let from = 0; from < ids.length; ) {
+      const c = this.groupChunk[ids[from]];
+      let to = from;
+      while (to < ids.length && this.groupChunk[ids[to]] === c) to++;
+      const state = this.states[c];
+      const { lists, outSlots } = buildWork(f, state.chunk, ids.subarray(from, to), this.route);
+      runs.push({ state, from, to, pending: submitChunk(this.ctx, pipes, state, f.dim, lists, outSlots, resolved) });
+      from = to;
+    }
+    const submittedAt = performance.now();
+    const outputs = await Promise.all(runs.map((r) => r.pending));
+
+    const childOffset = new Int32Array(ids.length + 1);
+    for (let i = 0; i < ids.length; i++) childOffset[i + 1] = childOffset[i] + f.groupOffset[ids[i] + 1] - f.groupOffset[ids[i]];
+    const n = childOffset[ids.length];
+    const rows = new Int32Array(n), contrast = new Float32Array(n), weight = new Float32Array(n);
+    const gradAlpha = new Float32Array(n), gradTau = new Float32Array(n), intensity = new Float32Array(ids.length);
+    runs.forEach((run, r) => {
+      const { out, outI } = outputs[r];
+      let o = 0;
+      for (let i = run.from; i < run.to; i++) {
+        const g = ids[i];
+        intensity[i] = outI[i - run.from];
+        for (let s = f.groupOffset[g], at = childOffset[i]; s < f.groupOffset[g + 1]; s++, at++, o++) {
+          rows[at] = f.groupChild[s];
+          contrast[at] = out[4 * o];
+          weight[at] = out[4 * o + 1];
+          gradAlpha[at] = out[4 * o + 2];
+          gradTau[at] = out[4 * o + 3];
+        }
+      }
+    });
+    const timings = finishTimings(t0, tUpload - t0, submittedAt, outputs);
+    return { groupIds: ids, childOffset, rows, contrast, weight, gradAlpha, gradTau, intensity, params: resolved, timings };
+  }
+
+  /** Scores every group; the result has the full `Scores` shape. */
+  async scoreAll(params?: Partial<ScoreParams>): Promise<Scores & { timings: GpuTimings }> {
+    this.checkAlive();
+    const t0 = performance.now();
+    const resolved = resolveParams(params);
+    const pipes = await loadPipelines(this.ctx, this.f16);
+    const pending = this.states.map((s) => submitWholeChunk(this.ctx, pipes, this.forest, s, resolved, this.route));
+    const submittedAt = performance.now();
+    const outputs = await Promise.all(pending);
+    const scores = emptyScores(this.forest, resolved);
+    this.states.forEach((s, i) => scatterChunk(this.forest, s.chunk, outputs[i], scores));
+    return { ...scores, timings: finishTimings(t0, submittedAt - t0, submittedAt, outputs) };
+  }
+
+  /** Returns the device buffers to the context's pool. Idempotent. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    if (!this.ctx.isLost) for (const s of this.states) releaseInputs(this.ctx, s);
+  }
+
+  private location(row: number, field: string) {
+    const f = this.forest;
+    const tree = f.nodeTree[row];
+    return { tree, treeId: f.treeIds[tree], node: row - f.treeOffset[tree], field };
+  }
+
+  private checkAlive(): void {
+    if (this.destroyed) throw new Error('this ResidentForest was destroyed');
+    this.ctx.checkAlive();
+  }
+}
+
+/**
+ * One-shot scoring of a whole forest: chunk by chunk, each chunk's upload is queued while the
+ * previous chunk computes, and its readback is mapped as soon as it is done. Input buffers go
+ * back to the pool at the end.
+ */
+export async function scoreStreaming(
+  ctx: GpuContext, forest: PackedForest, params: ScoreParams, options: ResidentOptions = {},
+): Promise<Scores & { timings: GpuTimings }> {
+  const f16 = checkF16(ctx, options.f16);
+  const t0 = performance.now();
+  const route = options.route ?? 'auto';
+  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+  const pipes = await loadPipelines(ctx, f16);
+  const states: ChunkState[] = [];
+  const pending: Promise<ChunkOutputs>[] = [];
+  let upload = 0;
+  try {
+    for (const chunk of chunks) {
+      const u0 = performance.now();
+      const state = uploadChunkSync(ctx, forest, chunk, f16);
+      states.push(state);
+      upload += performance.now() - u0;
+      pending.push(submitWholeChunk(ctx, pipes, forest, state, params, route));
+    }
+    const submittedAt = performance.now();
+    const outputs = await Promise.all(pending);
+    const scores = emptyScores(forest, params);
+    chunks.forEach((c, i) => scatterChunk(forest, c, outputs[i], scores));
+    return { ...scores, timings: finishTimings(t0, upload, submittedAt, outputs) };
+  } finally {
+    await Promise.allSettled(pending);
+    if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
+  }
+}
+
+/** Uploads the packed inputs and reads back output-sized buffers, with no compute (docs/GPU.md). */
+export async function transferFloor(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<GpuTimings> {
+  const { submitTransferOnly } = await import('./dispatch.js');
+  const f16 = checkF16(ctx, options.f16);
+  const t0 = performance.now();
+  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+  const states: ChunkState[] = [];
+  const pending: Promise<number>[] = [];
+  let upload = 0;
+  try {
+    for (const chunk of chunks) {
+      const u0 = performance.now();
+      states.push(uploadChunkSync(ctx, forest, chunk, f16));
+      upload += performance.now() - u0;
+      const sizes = chunkSizes(forest.dim, f16, chunk.slotEnd - chunk.slotStart, chunk.groupEnd - chunk.groupStart);
+      pending.push(submitTransferOnly(ctx, sizes.out + sizes.outI));
+    }
+    const submittedAt = performance.now();
+    await Promise.all(pending);
+    const done = performance.now();
+    return { upload, kernels: 0, kernelsFrom: 'timestamp-query', wait: done - submittedAt, readback: 0, total: done - t0 };
+  } finally {
+    await Promise.allSettled(pending);
+    if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
+  }
+}
+
+function submitWholeChunk(ctx: GpuContext, pipes: Awaited<ReturnType<typeof loadPipelines>>, forest: PackedForest, s: ChunkState, params: ScoreParams, route: Route): Promise<ChunkOutputs> {
+  const groups = new Int32Array(s.chunk.groupEnd - s.chunk.groupStart);
+  for (let i = 0; i < groups.length; i++) groups[i] = s.chunk.groupStart + i;
+  const { lists, outSlots } = buildWork(forest, s.chunk, groups, route);
+  return submitChunk(ctx, pipes, s, forest.dim, lists, outSlots, params);
+}
+
+async function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): Promise<ChunkState> {
+  return uploadChunkSync(ctx, forest, chunk, f16);
+}
+
+function uploadChunkSync(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): ChunkState {
+  ctx.checkAlive();
+  const slots = chunk.slotEnd - chunk.slotStart;
+  const sizes = chunkSizes(forest.dim, f16, slots, chunk.groupEnd - chunk.groupStart);
+  const S = GPUBufferUsage;
+  const featBytes = Math.max(FEAT_BYTES, sizes.feat);
+  const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat');
+  const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb');
+  const q = ctx.device.queue;
+  q.writeBuffer(feat, 0, packFeatureRange(forest, chunk.slotStart, chunk.slotEnd));
+  const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16);
+  q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));
+  return { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
+}
+
+function releaseInputs(ctx: GpuContext, s: ChunkState): void {
+  ctx.pool.release(s.feat);
+  ctx.pool.release(s.emb);
+}
+
+function emptyScores(forest: PackedForest, params: ScoreParams): Scores {
+  const n = forest.nodeCount;
+  return {
+    contrast: new Float32Array(n),
+    weight: new Float32Array(n).fill(1),
+    gradAlpha: new Float32Array(n),
+    gradTau: new Float32Array(n),
+    intensity: new Float32Array(forest.groupCount),
+    params,
+    backend: 'gpu',
+  };
+}
+
+function scatterChunk(forest: PackedForest, chunk: Chunk, o: ChunkOutputs, scores: Scores): void {
+  const { groupChild } = forest;
+  const { out, outI } = o;
+  const C = scores.contrast, W = scores.weight, GA = scores.gradAlpha, GB = scores.gradTau;
+  for (let s = chunk.slotStart, i = 0; s < chunk.slotEnd; s++, i += 4) {
+    const row = groupChild[s];
+    C[row] = out[i];
+    W[row] = out[i + 1];
+    GA[row] = out[i + 2];
+    GB[row] = out[i + 3];
+  }
+  scores.intensity.set(outI, chunk.groupStart);
+}
+
+function finishTimings(t0: number, upload: number, submittedAt: number, outputs: ChunkOutputs[]): GpuTimings {
+  const now = performance.now();
+  const lastMapped = outputs.reduce((m, o) => Math.max(m, o.mappedAt), submittedAt);
+  const stamped = outputs.length > 0 && outputs.every((o) => o.kernelMs !== undefined);
+  const wait = lastMapped - submittedAt;
+  return {
+    upload,
+    kernels: stamped ? outputs.reduce((s, o) => s + (o.kernelMs ?? 0), 0) : wait,
+    kernelsFrom: stamped ? 'timestamp-query' : 'wait',
+    wait,
+    readback: now - lastMapped,
+    total: now - t0,
+  };
+}
+
+function checkF16(ctx: GpuContext, f16: boolean | undefined): boolean {
+  if (!f16) return false;
+  if (!ctx.hasF16) throw new Error(`f16 embeddings need the WebGPU feature "shader-f16", which ${ctx.adapterName} does not offer`);
+  return true;
+}
+
+function checkRow(f: PackedForest, row: number): number {
+  if (!Number.isInteger(row) || row < 0 || row >= f.nodeCount) throw new RangeError(`row ${row} is not a row of this forest (0 … ${f.nodeCount - 1})`);
+  return row;
+}
+
+function checkGroup(f: PackedForest, g: number): number {
+  if (!Number.isInteger(g) || g < 0 || g >= f.groupCount) throw new RangeError(`group ${g} is not a group of this forest (0 … ${f.groupCount - 1})`);
+  return g;
+}
