@@ -15,3 +15,7 @@ export { outcomeVarianceGains, MIN_NEW_ROLLOUTS, type Gains } from './learn/gain
 export { objectiveGradient, type ObjectiveGradient } from './learn/gradient.js';
 export { createLearnState, ascend, learnedParams, learnStateFromJson, resolveLearnOptions, ALPHA_RANGE, TAU_RANGE, type LearnState, type LearnOptions, type ResolvedLearnOptions } from './learn/state.js';
 export { learnStep, type LearnStepResult } from './learn/learn.js';
+export { GpuContext, type GpuContextOptions } from './gpu/context.js';
+export { GpuScorer, type GpuScorerOptions } from './gpu/scorer.js';
+export { ResidentForest, type ResidentOptions, type GroupScores, type GpuTimings } from './gpu/resident.js';
+export { GpuUnavailableError, GpuDeviceLostError, GpuValidationError } from './gpu/errors.js';
