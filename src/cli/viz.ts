@@ -1,0 +1,78 @@
+import { allocate } from '../allocate/allocate.js';
+import type { PackedForest } from '../forest/packed.js';
+import { loadForestFile } from '../forest/load.js';
+import { createScorer } from '../score/select.js';
+import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
+import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
+import { writeTreeSvg, writeTreeView } from '../viz/write.js';
+import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+
+export const VIZ_USAGE = `usage: trace-alloc viz FILE|- --out FILE [--tree ID] [--svg] [--metric weight|contrast|reward|uncertainty]
+         [--max-trees N] [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
+         [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
+         [--backend auto|gpu|cpu]
+
+Scores and allocates the forest like 'trace-alloc score', then writes one self-contained HTML
+page (works offline) with the ${DEFAULT_MAX_TREES} most contested trees (--max-trees) plus the --tree one,
+shown first. With --svg, writes a static SVG of that one tree instead (default: the most
+contested tree), coloured by --metric (default weight).`;
+
+const VIZ_FLAGS = {
+  ...SCORE_FLAGS,
+  out: 'string',
+  tree: 'string',
+  svg: 'boolean',
+  metric: COLOR_METRICS,
+  'max-trees': 'int',
+} as const;
+
+/** `trace-alloc viz`: forest file → explorable HTML view (or a static SVG of one tree). */
+export async function runViz(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, VIZ_FLAGS);
+  if (positionals.length !== 1) throw new UsageError(`viz needs exactly one FILE (or - for standard input), got ${positionals.length}`);
+  const out = values.out as string | undefined;
+  if (out === undefined || out === '-') throw new UsageError('viz needs --out FILE (the page is a file to open in a browser)');
+  const maxTrees = values['max-trees'] as number | undefined;
+  if (maxTrees !== undefined && maxTrees < 1) throw new UsageError(`--max-trees must be an integer >= 1, got ${maxTrees}`);
+  const metric = values.metric as ColorMetric | undefined;
+  const settings = scoreSettings(values);
+
+  const forest = loadForestFile(positionals[0]);
+  if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
+  const treeId = values.tree as string | undefined;
+  const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);
+
+  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  let scores;
+  try {
+    scores = await scorer.score(forest, settings.params);
+  } finally {
+    scorer.destroy();
+  }
+  const allocation = allocate(forest, scores, settings.allocate);
+
+  if (values.svg === true) {
+    const tree = initialTree ?? rankTreesByContest(forest, scores)[0];
+    const written = writeTreeSvg(forest, scores, allocation, tree, { outFile: out, metric });
+    process.stdout.write(`wrote ${written.path}: tree ${JSON.stringify(forest.treeIds[tree])} (#${tree}), ${forest.treeOffset[tree + 1] - forest.treeOffset[tree]} nodes, ${kib(written.bytes)}\n`);
+    return 0;
+  }
+  const written = writeTreeView(forest, scores, allocation, { outFile: out, initialTree, maxTrees, metric });
+  const shown = written.selection.initialTree;
+  process.stdout.write(`wrote ${written.path}: ${written.selection.trees.length} of ${forest.treeCount} trees, `
+    + `showing ${JSON.stringify(forest.treeIds[shown])} (#${shown}) first, ${kib(written.bytes)}; open it in a browser (no network needed)\n`);
+  return 0;
+}
+
+function findTree(forest: PackedForest, id: string): number {
+  const t = forest.treeIds.indexOf(id);
+  if (t < 0) {
+    const some = forest.treeIds.slice(0, 5).map((x) => JSON.stringify(x)).join(', ');
+    throw new UsageError(`--tree ${JSON.stringify(id)} is not a tree id of this forest (ids: ${some}${forest.treeCount > 5 ? ', …' : ''})`);
+  }
+  return t;
+}
+
+function kib(bytes: number): string {
+  return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`;
+}
