@@ -1,0 +1,212 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { PackedForest } from '../src/forest/packed.js';
+import { allocate } from '../src/allocate/allocate.js';
+import { GpuContext } from '../src/gpu/context.js';
+import type { Route } from '../src/gpu/layout.js';
+import { GpuScorer } from '../src/gpu/scorer.js';
+import { scoreCpu } from '../src/score/cpu.js';
+import type { Scores } from '../src/score/types.js';
+import { generateForest } from '../src/synth/generate.js';
+import { Rng } from '../src/util/random.js';
+import { deviation, forestOf, gpuDescribe, withinTolerance } from './gpu-support.js';
+
+/** Knobs of a random forest; the forest itself is built from `seed` so cases stay small to print. */
+interface Case {
+  seed: number;
+  dim: number;
+  trees: number;
+  maxNodes: number;
+  shape: 'random' | 'star' | 'chain' | 'binary';
+  emb: 'random' | 'near-duplicate' | 'identical' | 'zero' | 'scaled' | 'huge' | 'tiny' | 'mixed';
+  rewards: 'binary' | 'continuous' | 'near-equal' | 'large';
+  unvisited: number;
+  allTerminal: boolean;
+  alpha: number;
+  tau: number;
+  route: Route;
+}
+
+const logUniform = (lo: number, hi: number) => fc.double({ min: Math.log(lo), max: Math.log(hi), noNaN: true }).map(Math.exp);
+
+const caseArb: fc.Arbitrary<Case> = fc.record({
+  seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  dim: fc.oneof(fc.constantFrom(0, 1, 2, 3), fc.integer({ min: 4, max: 40 }), fc.constantFrom(64, 129, 300)),
+  trees: fc.integer({ min: 1, max: 6 }),
+  maxNodes: fc.integer({ min: 1, max: 60 }),
+  shape: fc.constantFrom('random', 'star', 'chain', 'binary'),
+  emb: fc.constantFrom('random', 'near-duplicate', 'identical', 'zero', 'scaled', 'huge', 'tiny', 'mixed'),
+  rewards: fc.constantFrom('binary', 'continuous', 'near-equal', 'large'),
+  unvisited: fc.constantFrom(0, 0.3, 1),
+  allTerminal: fc.boolean(),
+  alpha: fc.oneof(fc.constant(1), logUniform(1e-3, 1e3)),
+  tau: fc.oneof(fc.constant(0.5), logUniform(1e-2, 1e2)),
+  route: fc.constantFrom('auto', 'thread', 'workgroup'),
+});
+
+function parentsOf(rng: Rng, c: Case): number[] {
+  const n = rng.int(1, c.maxNodes);
+  return Array.from({ length: n }, (_, v) => {
+    if (v === 0) return -1;
+    switch (c.shape) {
+      case 'star': return 0;
+      case 'chain': return rng.bernoulli(0.5) ? v - 1 : rng.int(0, v - 1);
+      case 'binary': return Math.floor((v - 1) / 2);
+      default: return rng.int(Math.max(0, v - 8), v - 1);
+    }
+  });
+}
+
+function buildCase(c: Case): PackedForest {
+  const rng = new Rng(c.seed);
+  const parents = Array.from({ length: c.trees }, () => parentsOf(rng, c));
+  const n = parents.reduce((s, p) => s + p.length, 0);
+  const { dim } = c;
+  const e = new Float32Array(n * dim);
+  const base = Array.from({ length: dim }, () => rng.normal());
+  const flat = parents.flat();
+  for (let row = 0, offset = 0, t = 0; row < n; row++) {
+    if (row - offset >= parents[t].length) { offset += parents[t].length; t++; }
+    const mode = c.emb === 'mixed' ? (['random', 'near-duplicate', 'identical', 'zero', 'scaled'] as const)[rng.int(0, 4)] : c.emb;
+    const parentRow = flat[row] < 0 ? -1 : offset + flat[row];
+    for (let d = 0; d < dim; d++) {
+      const anchor = parentRow >= 0 ? e[parentRow * dim + d] || base[d] : base[d];
+      let x: number;
+      switch (mode) {
+        case 'near-duplicate': x = anchor + rng.normal() * [1e-2, 1e-3, 1e-5, 1e-7][row % 4]; break;
+        case 'identical': x = base[d]; break;
+        case 'zero': x = rng.bernoulli(0.5) ? 0 : rng.normal(); break;
+        case 'scaled': x = base[d] * (1 + (row % 5)); break;
+        case 'huge': x = rng.normal() * 1e30; break;
+        case 'tiny': x = rng.normal() * 1e-30; break;
+        default: x = rng.normal();
+      }
+      e[row * dim + d] = x;
+    }
+  }
+  const r0 = rng.next();
+  return forestOf(dim, parents, (row) => {
+    const visits = rng.bernoulli(c.unvisited) ? 0 : rng.int(1, 12);
+    let reward: number;
+    switch (c.rewards) {
+      case 'binary': reward = rng.int(0, 1); break;
+      case 'near-equal': reward = r0 + rng.int(-2, 2) * 1e-9; break;
+      case 'large': reward = 1e6 + rng.normal(); break;
+      default: reward = rng.next();
+    }
+    const uncertainty = c.rewards === 'near-equal' ? 0.25 + rng.int(0, 2) * 1e-10 : Math.abs(rng.normal()) * 0.5;
+    return { reward, visits, uncertainty, terminal: c.allTerminal ? row > 0 || rng.bernoulli(0.5) : rng.bernoulli(0.1) };
+  }, e);
+}
+
+const planOf = (forest: PackedForest, scores: Scores) => {
+  const a = allocate(forest, scores, { budget: 16 });
+  return JSON.stringify([Array.from(a.branches), Array.from(a.depth), Array.from(a.pruned)]);
+};
+
+/**
+ * Allocations from GPU scores must equal those from CPU scores, unless the float64 plan itself
+ * is unstable under perturbations of the size of the observed float32 deviations (a rounding
+ * near-tie: a prune threshold, a largest-remainder tie or a depth at .5).
+ */
+function expectSameAllocation(forest: PackedForest, gpu: Scores, cpu: Scores, seed: number): boolean {
+  const want = planOf(forest, cpu);
+  if (planOf(forest, gpu) === want) return false;
+  const d = deviation(forest, gpu, cpu);
+  const size = 2 * Math.max(d.weight, d.intensity, 1e-7);
+  const rng = new Rng(seed);
+  let unstable = false;
+  for (let trial = 0; trial < 16 && !unstable; trial++) {
+    const jitter = (x: Float64Array | Float32Array) => x.map((v) => v + (rng.next() * 2 - 1) * size);
+    unstable = planOf(forest, { ...cpu, weight: jitter(cpu.weight), intensity: jitter(cpu.intensity) }) !== want;
+  }
+  expect(unstable, 'GPU and CPU allocations differ away from any rounding near-tie').toBe(true);
+  return true;
+}
+
+gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () => {
+  let ctx: GpuContext;
+  const scorers = new Map<Route, GpuScorer>();
+  beforeAll(async () => {
+    ctx = await GpuContext.create();
+    for (const route of ['auto', 'thread', 'workgroup'] as const) scorers.set(route, await GpuScorer.create({ context: ctx, route }));
+  });
+  afterAll(() => {
+    for (const s of scorers.values()) s.destroy();
+    ctx?.destroy();
+  });
+
+  const check = async (forest: PackedForest, params: { alpha: number; tau: number }, route: Route = 'auto') => {
+    const gpu = await scorers.get(route)!.score(forest, params);
+    const cpu = scoreCpu(forest, params);
+    const d = deviation(forest, gpu, cpu);
+    expect(withinTolerance(d), d.worst).toBe(true);
+    expect(gpu.backend).toBe('gpu');
+    return { gpu, cpu };
+  };
+
+  it('holds on 500 random forests with every edge case (fast-check)', async () => {
+    let nearTies = 0;
+    await fc.assert(
+      fc.asyncProperty(caseArb, async (c) => {
+        const forest = buildCase(c);
+        const { gpu, cpu } = await check(forest, c, c.route);
+        if (expectSameAllocation(forest, gpu, cpu, c.seed)) nearTies++;
+      }),
+      { numRuns: 500 },
+    );
+    // Near-ties are allowed, but they must stay rare or the comparison proves nothing.
+    expect(nearTies).toBeLessThan(25);
+  });
+
+  it('handles k = 1, dim 0, all-terminal trees and unvisited nodes explicitly', async () => {
+    const single = forestOf(3, [[-1, 0], [-1, 0, 1]], (row) => ({ reward: row, visits: row % 2 }), Float32Array.from({ length: 15 }, (_, i) => i - 7));
+    const { gpu } = await check(single, { alpha: 1, tau: 0.5 });
+    for (const row of [1, 3, 4]) expect([gpu.contrast[row], gpu.weight[row], gpu.gradAlpha[row], gpu.gradTau[row]]).toEqual([0, 1, 0, 0]);
+    expect(Array.from(gpu.intensity)).toEqual([0, 0, 0]);
+
+    const dim0 = forestOf(0, [[-1, 0, 0, 0, 1]], (row) => ({ reward: row * 0.25, visits: row === 3 ? 0 : 2, uncertainty: 0.1 * row, terminal: row > 0 }), new Float32Array(0));
+    await check(dim0, { alpha: 2, tau: 0.1 });
+  });
+
+  it('handles huge groups (k = 1100, dim 48) on both kernels', async () => {
+    const k = 1100, dim = 48;
+    const rng = new Rng(7);
+    const e = Float32Array.from({ length: (k + 1) * dim }, (_, i) => (i % 3 === 0 ? 0 : rng.normal()));
+    const forest = forestOf(dim, [[-1, ...new Array<number>(k).fill(0)]], (row) => ({ reward: rng.next(), visits: row % 7, uncertainty: rng.next() }), e);
+    for (const route of ['workgroup', 'thread'] as const) await check(forest, { alpha: 0.7, tau: 0.05 }, route);
+  });
+
+  it('handles dims past 4096 and near-duplicate siblings', async () => {
+    const dim = 4100;
+    const rng = new Rng(3);
+    const base = Array.from({ length: dim }, () => rng.normal());
+    const e = Float32Array.from({ length: 5 * dim }, (_, i) => base[i % dim] + (i >= 3 * dim ? rng.normal() * 1e-4 : 0));
+    const forest = forestOf(dim, [[-1, 0, 0, 0, 0]], (row) => ({ reward: row * 1e-3, visits: 3 }), e);
+    await check(forest, { alpha: 1, tau: 0.5 });
+  });
+
+  it('gives identical results however the forest is chunked', async () => {
+    const forest = generateForest({ trees: 60, dim: 24, seed: 5 });
+    const whole = await scorers.get('auto')!.score(forest);
+    const chunked = await GpuScorer.create({ context: ctx, maxChunkBytes: 4096 });
+    try {
+      const parts = await chunked.score(forest);
+      expect(Array.from(parts.contrast)).toEqual(Array.from(whole.contrast));
+      expect(Array.from(parts.weight)).toEqual(Array.from(whole.weight));
+      expect(Array.from(parts.gradTau)).toEqual(Array.from(whole.gradTau));
+      expect(Array.from(parts.intensity)).toEqual(Array.from(whole.intensity));
+    } finally {
+      chunked.destroy();
+    }
+  });
+
+  it('folds dispatches over 65 535 workgroups into a 2-D grid', async () => {
+    const trees = 70_000;
+    const parents = Array.from({ length: trees }, () => [-1, 0, 0]);
+    const rng = new Rng(11);
+    const e = Float32Array.from({ length: trees * 3 * 2 }, () => rng.normal());
+    const forest = forestOf(2, parents, (row) => ({ reward: (row * 37) % 11 / 10, visits: 1, uncertainty: (row % 5) / 7 }), e);
+    await check(forest, { alpha: 1, tau: 0.5 }, 'workgroup');
+  });
+});
