@@ -142,59 +142,103 @@ export class LivePlanner {
     return 0;
   }
 
-  /** One tree of `allocate`: prune split, mass flow, largest-remainder rounding, depths. */
+  /**
+   * One tree of `allocate`: prune split, mass flow, largest-remainder rounding, depths. Every
+   * output row is written on every call, so nothing needs clearing first.
+   */
   private flowTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
     const { live, kept, pruned, keptWeight, keptCount, weight, intensity, childStart, childCount, child, terminal, inflow, mass, branches, depth, priority, parentRow } = s;
-    for (let v = lo; v < hi; v++) { kept[v] = 0; pruned[v] = 0; inflow[v] = 0; mass[v] = 0; branches[v] = 0; depth[v] = 0; }
+    const { pruneRatio, widen } = opts;
 
+    // Split each group's live children into kept and pruned (the root is in no group).
+    kept[lo] = 0; pruned[lo] = 0;
     for (let p = lo; p < hi; p++) {
       const k = childCount[p];
-      keptWeight[p] = 0; keptCount[p] = 0;
       if (k === 0) continue;
       const start = childStart[p], end = start + k;
       let wStar = -Infinity;
       for (let q = start; q < end; q++) { const c = child[q]; if (live[c] && weight[c] > wStar) wStar = weight[c]; }
-      if (wStar === -Infinity) continue;
-      const threshold = opts.pruneRatio * wStar;
+      const threshold = pruneRatio * wStar;
       let sum = 0, count = 0;
       for (let q = start; q < end; q++) {
         const c = child[q];
-        if (!live[c]) continue;
-        if (weight[c] >= threshold) { kept[c] = 1; sum += weight[c]; count++; } else pruned[c] = 1;
+        if (!live[c]) { kept[c] = 0; pruned[c] = 0; continue; }
+        if (weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
       }
       keptWeight[p] = sum;
       keptCount[p] = count;
     }
 
-    if (!live[lo]) {
-      this.unallocated[slot] = budget;
-    } else {
-      this.unallocated[slot] = 0;
-      inflow[lo] = budget;
-      for (let v = lo; v < hi; v++) {
-        const m = inflow[v];
-        if (m === 0) continue;
-        if (childCount[v] === 0 || keptCount[v] === 0) { mass[v] = m; continue; }
-        const x = terminal[v] ? 0 : m * opts.widen * intensity[v];
-        mass[v] = x;
+    const rootLive = live[lo] === 1;
+    this.unallocated[slot] = rootLive ? 0 : budget;
+    inflow[lo] = rootLive ? budget : 0;
+    for (let v = lo; v < hi; v++) {
+      const m = inflow[v];
+      const k = childCount[v];
+      let x = m;
+      if (m !== 0 && k !== 0 && keptCount[v] !== 0) {
+        x = terminal[v] ? 0 : m * widen * intensity[v];
         const share = (m - x) / keptWeight[v];
-        for (let q = childStart[v], end = q + childCount[v]; q < end; q++) {
-          const c = child[q];
-          if (kept[c]) inflow[c] = share * weight[c];
-        }
+        for (let q = childStart[v], end = q + k; q < end; q++) { const c = child[q]; inflow[c] = kept[c] ? share * weight[c] : 0; }
+      } else {
+        for (let q = childStart[v], end = q + k; q < end; q++) inflow[child[q]] = 0;
       }
-      if (budget !== 0) largestRemainder(mass, s.identity.subarray(lo, hi), budget, branches, s.order.subarray(lo, hi));
+      mass[v] = x;
     }
+    if (rootLive && budget !== 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order, inflow);
+    else branches.fill(0, lo, hi);
 
+    const { baseDepth, depthGain, minDepth, maxDepth } = opts;
     for (let v = lo; v < hi; v++) {
       const p = parentRow[v];
-      priority[v] = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
+      const psi = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
+      priority[v] = psi;
       if (branches[v] > 0) {
-        const d = Math.floor(opts.baseDepth * Math.pow(priority[v], opts.depthGain) + 0.5);
-        depth[v] = Math.min(opts.maxDepth, Math.max(opts.minDepth, d));
+        const d = Math.floor(baseDepth * Math.pow(psi, depthGain) + 0.5);
+        depth[v] = Math.min(maxDepth, Math.max(minDepth, d));
+      } else {
+        depth[v] = 0;
       }
     }
+  }
+}
+
+/**
+ * `largestRemainder` over rows [lo, hi), specialised for the common case of a few leftover
+ * units among many eligible rows: the top `remaining` rows by (larger fractional part, then
+ * smaller row) are picked by selection instead of a comparator sort, which dominated re-planning
+ * time. The order is the same strict total order, so the result is identical; every other case
+ * goes to the shared `largestRemainder`. `frac` is scratch (the caller's inflow column, spent by then).
+ */
+export function roundTree(x: Float64Array, lo: number, hi: number, total: number, out: Int32Array, identity: Int32Array, order: Int32Array, frac: Float64Array): void {
+  let floorSum = 0, eligible = 0;
+  for (let v = lo; v < hi; v++) {
+    const whole = Math.floor(x[v]);
+    out[v] = whole;
+    floorSum += whole;
+    frac[v] = x[v] - whole;
+    if (x[v] > 0) order[lo + eligible++] = v;
+  }
+  const remaining = total - floorSum;
+  if (remaining === 0 || eligible === 0) return;
+  if (remaining < 0 || remaining > eligible || remaining * eligible > 4096) {
+    largestRemainder(x, identity.subarray(lo, hi), total, out, order.subarray(lo, hi));
+    return;
+  }
+  const end = lo + eligible;
+  for (let round = 0; round < remaining; round++) {
+    // Move the best of order[lo + round .. end) to position lo + round.
+    let best = lo + round;
+    let bv = order[best], bf = frac[bv];
+    for (let i = best + 1; i < end; i++) {
+      const v = order[i];
+      const f = frac[v];
+      if (f > bf || (f === bf && v < bv)) { best = i; bv = v; bf = f; }
+    }
+    order[best] = order[lo + round];
+    order[lo + round] = bv;
+    out[bv] += 1;
   }
 }

@@ -1,0 +1,305 @@
+import { ForestError, describeValue } from '../forest/errors.js';
+import type { NodeInput, TreeInput } from '../forest/input.js';
+import { packForest } from '../forest/packed.js';
+import type { Backend } from '../score/select.js';
+import type { ScoreParams } from '../score/types.js';
+import { createLiveForest } from './create.js';
+import type { LiveForest } from './forest.js';
+import type { LivePlanOptions } from './plan.js';
+import { LiveError, type NodeUpdate } from './store.js';
+
+/** Error codes of the JSON Lines protocol (docs/PROTOCOL.md). */
+export type ProtocolErrorCode =
+  | 'parse_error' | 'invalid_request' | 'unknown_op' | 'unknown_tree' | 'unknown_node'
+  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'backend_error' | 'internal';
+
+export interface ProtocolError {
+  code: ProtocolErrorCode;
+  message: string;
+  tree?: string;
+  node?: number;
+  field?: string;
+}
+
+export type Response =
+  | { id: unknown; ok: true; result: unknown }
+  | { id: unknown; ok: false; error: ProtocolError };
+
+class RequestError extends Error {
+  constructor(readonly code: ProtocolErrorCode, message: string) { super(message); }
+}
+
+export interface SessionOptions {
+  backend?: Backend;
+  /** Embedding dimension; when omitted, taken from the first tree added. */
+  dim?: number;
+  params?: Partial<ScoreParams>;
+  onNotice?: (message: string) => void;
+}
+
+const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
+const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
+const FIELDS: Record<string, readonly string[]> = {
+  'add-tree': ['tree', 'trees'],
+  'add-nodes': ['tree', 'nodes'],
+  update: ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal', 'updates'],
+  'finish-rollout': ['tree', 'path', 'leaf', 'reward'],
+  'remove-tree': ['tree', 'trees'],
+  plan: [...PLAN_FIELDS, 'scores', 'trees', 'changed'],
+  scores: ['trees'],
+  stats: [],
+  'set-params': ['alpha', 'tau'],
+};
+
+/**
+ * One live forest driven by JSON requests, one per line; every request gets exactly one
+ * response line, in order. Nothing a client sends can end the session: bad JSON, unknown
+ * operations and rejected changes become error responses, and a rejected change leaves the
+ * forest as it was.
+ */
+export class LiveSession {
+  private forest: LiveForest | undefined;
+  private creating: Promise<LiveForest> | undefined;
+
+  constructor(private readonly options: SessionOptions = {}) {}
+
+  /** Handles one line; returns the response line (without newline), or undefined for a blank line. */
+  async handleLine(line: string): Promise<string | undefined> {
+    if (line.trim() === '') return undefined;
+    let request: unknown;
+    try {
+      request = JSON.parse(line);
+    } catch (err) {
+      return JSON.stringify(failure(null, { code: 'parse_error', message: `not a JSON value: ${(err as Error).message}` }));
+    }
+    return JSON.stringify(await this.handle(request));
+  }
+
+  async handle(request: unknown): Promise<Response> {
+    const id = request !== null && typeof request === 'object' && !Array.isArray(request) ? (request as { id?: unknown }).id ?? null : null;
+    try {
+      return { id, ok: true, result: await this.dispatch(request) };
+    } catch (err) {
+      return failure(id, toProtocolError(err));
+    }
+  }
+
+  /** The live forest, once the first tree fixed its dimension. */
+  get live(): LiveForest | undefined { return this.forest; }
+
+  destroy(): void {
+    this.forest?.destroy();
+    this.forest = undefined;
+  }
+
+  private async dispatch(request: unknown): Promise<unknown> {
+    if (request === null || typeof request !== 'object' || Array.isArray(request)) throw new RequestError('invalid_request', `a request must be a JSON object, got ${describeValue(request)}`);
+    const req = request as Record<string, unknown>;
+    const op = req.op;
+    if (typeof op !== 'string') throw new RequestError('invalid_request', `"op" must be a string naming the operation, got ${describeValue(op)}`);
+    const allowed = FIELDS[op];
+    if (allowed === undefined) throw new RequestError('unknown_op', `unknown op ${JSON.stringify(op)} (one of: ${Object.keys(FIELDS).join(', ')})`);
+    for (const key of Object.keys(req)) {
+      if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw new RequestError('invalid_request', `op ${JSON.stringify(op)} takes no field ${JSON.stringify(key)} (fields: ${allowed.join(', ') || 'none'})`);
+    }
+    switch (op) {
+      case 'add-tree': return this.addTrees(req);
+      case 'add-nodes': {
+        const live = this.need(req.tree);
+        const tree = req.tree as string;
+        const first = live.addNodes(tree, req.nodes as NodeInput[]);
+        return { tree, first, nodes: live.store.slotSize[live.store.slotOf(tree)] };
+      }
+      case 'update': {
+        const single = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'].some((k) => k in req);
+        if (single === ('updates' in req)) throw new RequestError('invalid_request', 'give either "updates" (an array) or one update ("tree", "node" and the fields to set)');
+        const updates = single ? [req as unknown as NodeUpdate] : req.updates;
+        if (!Array.isArray(updates)) throw new RequestError('invalid_request', `"updates" must be an array, got ${describeValue(updates)}`);
+        for (const u of updates) {
+          if (u === null || typeof u !== 'object' || Array.isArray(u)) throw new RequestError('invalid_request', `an update must be an object, got ${describeValue(u)}`);
+          for (const key of Object.keys(u)) if (!single && !UPDATE_FIELDS.includes(key)) throw new RequestError('invalid_request', `an update takes no field ${JSON.stringify(key)} (fields: ${UPDATE_FIELDS.join(', ')})`);
+        }
+        if (updates.length === 0) return { updated: 0 };
+        this.need((updates[0] as { tree?: unknown } | null)?.tree).update(updates.map((u) => single ? pickUpdate(u as NodeUpdate) : u) as NodeUpdate[]);
+        return { updated: updates.length };
+      }
+      case 'finish-rollout': {
+        const live = this.need(req.tree);
+        const tree = req.tree as string;
+        if (('path' in req) === ('leaf' in req)) throw new RequestError('invalid_request', 'give either "path" (node indices from the root) or "leaf" (a node index)');
+        const path = 'path' in req ? req.path as number[] : live.store.pathTo(tree, req.leaf);
+        live.finishRollout(tree, { path }, req.reward as number);
+        return { tree, path };
+      }
+      case 'remove-tree': {
+        if (('tree' in req) === ('trees' in req) || ('trees' in req && !Array.isArray(req.trees))) throw new RequestError('invalid_request', 'give either "tree" (an id) or "trees" (an array of ids)');
+        const ids = 'trees' in req ? req.trees as unknown[] : [req.tree];
+        if (ids.length === 0) return { removed: 0, trees: this.forest?.treeCount ?? 0 };
+        const live = this.need(ids[0]);
+        for (const id of ids) live.store.slotOf(id); // all or nothing
+        if (new Set(ids).size !== ids.length) throw new RequestError('invalid_request', '"trees" lists a tree twice');
+        for (const id of ids) live.removeTree(id as string);
+        return { removed: ids.length, trees: live.treeCount };
+      }
+      case 'plan': return this.plan(req);
+      case 'scores': {
+        const live = this.forest;
+        if (live === undefined) return { params: this.params(), trees: [] };
+        await live.rescore();
+        const ids = this.treeList(live, req.trees);
+        return { params: live.scoreParams, trees: ids.map((tree) => ({ id: tree, ...live.treeScores(tree) })) };
+      }
+      case 'stats': {
+        const live = this.forest;
+        if (live === undefined) return { backend: null, dim: this.options.dim ?? null, trees: 0, nodes: 0, groups: 0, dirtyGroups: 0, params: this.params() };
+        return live.stats();
+      }
+      case 'set-params': {
+        const next = { ...this.params() };
+        for (const k of ['alpha', 'tau'] as const) {
+          if (req[k] === undefined) continue;
+          if (typeof req[k] !== 'number') throw new RequestError('invalid_options', `"${k}" must be a number, got ${describeValue(req[k])}`);
+          next[k] = req[k] as number;
+        }
+        checkParams(next);
+        this.options.params = next;
+        this.forest?.setParams(next);
+        return { params: next };
+      }
+    }
+    throw new RequestError('unknown_op', `unknown op ${JSON.stringify(op)}`);
+  }
+
+  private params(): ScoreParams {
+    return checkParams({ alpha: 1, tau: 0.5, ...this.options.params });
+  }
+
+  private async addTrees(req: Record<string, unknown>): Promise<unknown> {
+    if (('tree' in req) === ('trees' in req)) throw new RequestError('invalid_request', 'give either "tree" (one tree object) or "trees" (an array of them)');
+    if ('tree' in req) {
+      const tree = req.tree as TreeInput;
+      // The first tree fixes the dimension: a bad one must not create the forest.
+      if (this.forest === undefined) checkFirst([tree], this.options.dim);
+      const live = await this.ensure([tree]);
+      const id = live.addTree(tree);
+      return { tree: id, nodes: live.store.slotSize[live.store.slotOf(id)], trees: live.treeCount };
+    }
+    const trees = req.trees;
+    if (!Array.isArray(trees)) throw new RequestError('invalid_request', `"trees" must be an array, got ${describeValue(trees)}`);
+    if (this.forest === undefined) checkFirst(trees as TreeInput[], this.options.dim);
+    const live = await this.ensure(trees as TreeInput[]);
+    const base = live.treeCount;
+    // Default ids continue the live forest's positions, as if the trees were added one by one.
+    const withIds = trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && (t as TreeInput).id === undefined ? { ...(t as TreeInput), id: String(base + i) } : t)) as TreeInput[];
+    let packed;
+    try {
+      packed = packForest({ dim: live.dim, trees: withIds });
+    } catch (err) {
+      if (err instanceof ForestError && err.location.tree !== undefined) throw new LiveError('invalid_value', { ...err.location, tree: base + err.location.tree }, err.reason);
+      throw err;
+    }
+    live.addForest(packed);
+    return { trees: live.treeCount, added: packed.treeIds };
+  }
+
+  private async plan(req: Record<string, unknown>): Promise<unknown> {
+    const options: LivePlanOptions = {};
+    for (const k of PLAN_FIELDS) {
+      const v = req[k];
+      if (v === undefined) continue;
+      if (k === 'budget' ? (typeof v !== 'number' && (v === null || typeof v !== 'object' || Array.isArray(v))) : typeof v !== 'number') {
+        throw new RequestError('invalid_options', `"${k}" must be a number${k === 'budget' ? ' or an object of budgets by tree id' : ''}, got ${describeValue(v)}`);
+      }
+      (options as Record<string, unknown>)[k] = v;
+    }
+    const live = this.forest;
+    if (live === undefined) {
+      if (options.totalBudget !== undefined) return { params: this.params(), totalBudget: options.totalBudget, unallocated: options.totalBudget, trees: [], replanned: [] };
+      return { params: this.params(), trees: [], replanned: [] };
+    }
+    const summary = await live.plan(options);
+    let trees = req.trees === undefined ? undefined : this.treeList(live, req.trees);
+    if (req.changed === true) trees = trees === undefined ? [...summary.replanned] : trees.filter((id) => summary.replanned.includes(id));
+    else if (req.changed !== undefined && req.changed !== false) throw new RequestError('invalid_request', `"changed" must be true or false, got ${describeValue(req.changed)}`);
+    if (req.scores !== undefined && typeof req.scores !== 'boolean') throw new RequestError('invalid_request', `"scores" must be true or false, got ${describeValue(req.scores)}`);
+    const plan = live.planJson({ includeScores: req.scores === true, ...(trees !== undefined ? { trees } : {}) });
+    return { ...plan, replanned: summary.replanned };
+  }
+
+  private treeList(live: LiveForest, trees: unknown): string[] {
+    if (trees === undefined) return live.treeIds();
+    if (!Array.isArray(trees)) throw new RequestError('invalid_request', `"trees" must be an array of tree ids, got ${describeValue(trees)}`);
+    for (const id of trees) live.store.slotOf(id);
+    return trees as string[];
+  }
+
+  /** The forest, for an op that names a tree: with no forest yet, every tree is unknown. */
+  private need(tree: unknown): LiveForest {
+    if (this.forest === undefined) {
+      if (typeof tree !== 'string') throw new LiveError('invalid_value', { field: 'tree' }, `must be a tree id (a string), got ${describeValue(tree)}`);
+      throw new LiveError('unknown_tree', { field: 'tree' }, `no tree with id ${describeValue(tree)} in the live forest`);
+    }
+    return this.forest;
+  }
+
+  private async ensure(trees: readonly TreeInput[]): Promise<LiveForest> {
+    if (this.forest) return this.forest;
+    if (this.creating === undefined) {
+      const dim = this.options.dim ?? inferDim(trees);
+      this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
+    }
+    try {
+      this.forest = await this.creating;
+    } finally {
+      this.creating = undefined;
+    }
+    return this.forest;
+  }
+}
+
+function checkFirst(trees: TreeInput[], dim: number | undefined): void {
+  packForest({ dim: dim ?? inferDim(trees), trees: trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && t.id === undefined ? { ...t, id: String(i) } : t)) });
+}
+
+function checkParams(p: ScoreParams): ScoreParams {
+  for (const k of ['alpha', 'tau'] as const) {
+    if (!(p[k] > 0) || !Number.isFinite(p[k])) throw new RangeError(`${k} must be a finite number > 0, got ${p[k]}`);
+  }
+  return p;
+}
+
+function pickUpdate(u: NodeUpdate): NodeUpdate {
+  const { tree, node, reward, visits, uncertainty, terminal } = u;
+  return { tree, node, reward, visits, uncertainty, terminal };
+}
+
+function inferDim(trees: readonly TreeInput[]): number {
+  for (const tree of trees) {
+    const nodes = (tree as { nodes?: unknown } | null)?.nodes;
+    if (!Array.isArray(nodes)) continue;
+    for (const node of nodes) {
+      const e = (node as { embedding?: unknown } | null)?.embedding;
+      if (Array.isArray(e)) return e.length;
+    }
+  }
+  return 0;
+}
+
+function failure(id: unknown, error: ProtocolError): Response {
+  return { id, ok: false, error };
+}
+
+/** Maps any thrown value to a protocol error; never throws. */
+export function toProtocolError(err: unknown): ProtocolError {
+  if (err instanceof RequestError) return { code: err.code, message: err.message };
+  if (err instanceof ForestError) {
+    const e: ProtocolError = { code: err instanceof LiveError ? err.code : 'invalid_value', message: err.message };
+    if (err.location.treeId !== undefined) e.tree = err.location.treeId;
+    if (err.location.node !== undefined) e.node = err.location.node;
+    if (err.location.field !== undefined) e.field = err.location.field;
+    return e;
+  }
+  if (err instanceof RangeError) return { code: 'invalid_options', message: err.message };
+  if (err instanceof Error && /^Gpu/.test(err.name)) return { code: 'backend_error', message: err.message };
+  return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
+}
