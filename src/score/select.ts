@@ -20,6 +20,8 @@ export interface CreateScorerOptions {
   onNotice?: (message: string) => void;
   /** Share a `GpuContext` (device, pipelines, buffer pool); it is not destroyed with the scorer. */
   context?: GpuContext;
+  /** The `navigator.gpu` to use instead of Dawn's (browsers, tests). */
+  gpu?: GPU;
 }
 
 /** A scorer that reports its per-call GPU timings (the gpu backend, and `auto` while on the GPU). */
@@ -35,14 +37,14 @@ export interface TimedScorer extends Scorer {
 export async function createScorer(options: CreateScorerOptions = {}): Promise<Scorer> {
   const backend = options.backend ?? 'auto';
   if (backend === 'cpu') return new CpuScorer();
-  if (backend === 'gpu') return GpuScorer.create({ f16: options.f16, context: options.context });
+  if (backend === 'gpu') return GpuScorer.create({ f16: options.f16, context: options.context, gpu: options.gpu });
   if (backend !== 'auto') throw new RangeError(`backend must be 'cpu', 'gpu' or 'auto', got ${String(backend)}`);
 
   const notice = options.onNotice ?? (() => {});
   let context = options.context;
   const owned = !context;
   try {
-    context ??= await GpuContext.create();
+    context ??= await GpuContext.create({ gpu: options.gpu });
   } catch (err) {
     const why = err instanceof GpuUnavailableError ? 'no WebGPU adapter found' : `the GPU could not be set up (${(err as Error).message})`;
     notice(`backend auto: ${why}; scoring on the cpu backend`);
