@@ -1,14 +1,18 @@
+import { GpuUnavailableError } from '../gpu/errors.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
 import { CpuLiveBackend, type LiveBackend } from './backend.js';
 import { LiveForest } from './forest.js';
+import { GpuLiveBackend, type GpuLiveOptions } from './gpu.js';
 
 export interface CreateLiveForestOptions {
   /** Embedding dimension of every node (SPEC §1). */
   dim: number;
-  /** `cpu` (float64 reference), `gpu` (WebGPU, resident), or `auto`. Default `auto`. */
+  /** `cpu` (float64 reference), `gpu` (WebGPU, forest resident on the device), or `auto`. Default `auto`. */
   backend?: Backend;
   params?: Partial<ScoreParams>;
+  /** GPU backend settings (shared context, chunk cap). */
+  gpu?: GpuLiveOptions;
   /** Called with a line saying which backend `auto` picked, or why it fell back. */
   onNotice?: (message: string) => void;
 }
@@ -16,13 +20,25 @@ export interface CreateLiveForestOptions {
 /** Builds an empty live forest on the chosen backend. */
 export async function createLiveForest(options: CreateLiveForestOptions): Promise<LiveForest> {
   const backend = await createLiveBackend(options);
-  return new LiveForest(options.dim, backend, options.params);
+  try {
+    return new LiveForest(options.dim, backend, options.params);
+  } catch (err) {
+    backend.destroy();
+    throw err;
+  }
 }
 
 async function createLiveBackend(options: CreateLiveForestOptions): Promise<LiveBackend> {
   const which = options.backend ?? 'auto';
   if (which === 'cpu') return new CpuLiveBackend();
-  if (which === 'gpu') throw new Error('the gpu backend for live forests is not available in this build');
-  options.onNotice?.('live forest: using the cpu backend');
-  return new CpuLiveBackend();
+  if (which === 'gpu') return GpuLiveBackend.create(options.gpu);
+  try {
+    const gpu = await GpuLiveBackend.create(options.gpu);
+    options.onNotice?.(`live forest: re-scoring on the gpu (${gpu.context.adapterName})`);
+    return gpu;
+  } catch (err) {
+    if (!(err instanceof GpuUnavailableError)) throw err;
+    options.onNotice?.(`live forest: no WebGPU adapter, re-scoring on the cpu (${err.message})`);
+    return new CpuLiveBackend();
+  }
 }

@@ -42,7 +42,7 @@ export class LiveForest {
   private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
   private planned = false;
 
-  constructor(dim: number, private readonly backend: LiveBackend, params?: Partial<ScoreParams>) {
+  constructor(dim: number, readonly backend: LiveBackend, params?: Partial<ScoreParams>) {
     this.store = new LiveStore(dim);
     this.planner = new LivePlanner(this.store);
     this.params = resolveParams(params);

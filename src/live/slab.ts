@@ -29,12 +29,23 @@ export class SlabAllocator {
   /** Rows sitting in freed slabs. */
   freeRows = 0;
 
+  /**
+   * When > 0, no slab crosses a multiple of `boundary` (a device backend keeps its rows in
+   * chunks of this many, one storage binding each, and a sibling group must sit in one chunk).
+   */
+  boundary = 0;
+
   /** Returns the start row of a slab of exactly `size` rows (a class size). */
   take(size: number): number {
     const list = this.free.get(size);
     if (list !== undefined && list.length > 0) {
       this.freeRows -= size;
       return list.pop()!;
+    }
+    if (this.boundary > 0) {
+      if (size > this.boundary) throw new RangeError(`a tree of ${size} rows does not fit one device chunk of ${this.boundary} rows`);
+      const used = this.top % this.boundary;
+      if (used + size > this.boundary) this.top += this.boundary - used; // the rest of this chunk stays unused
     }
     const start = this.top;
     this.top += size;

@@ -83,9 +83,16 @@ export class LiveStore {
   dirty = new Uint8Array(0);
   /** Parent rows marked dirty since the last rescore (may hold stale or repeated rows; `dirty` decides). */
   dirtyGroups: number[] = [];
-  /** Slabs whose rows changed since a device copy last synced: [start, end) pairs. Only kept when tracking. */
+  /**
+   * For a device copy, kept only when `trackChanges`: slot ranges [lo, hi) whose features and
+   * embeddings must be re-sent (a tree arrived, grew or moved), and single slots whose
+   * features changed. A slot is a position in `child`: the device stores rows in slot order.
+   */
   changedSpans: number[] = [];
+  changedSlots: number[] = [];
   trackChanges = false;
+  /** Position of each row in `child` (its slot), -1 for roots. */
+  childSlot = new Int32Array(0);
   /** Bumped whenever capacity grows (a device copy must be reallocated). */
   capacityVersion = 0;
 
@@ -294,9 +301,11 @@ export class LiveStore {
       if (u.uncertainty !== undefined && u.uncertainty !== this.uncertainty[row]) { this.uncertainty[row] = u.uncertainty; scored = true; }
       if (u.terminal !== undefined) this.terminal[row] = u.terminal ? 1 : 0;
       // Feedback of a node enters only the scores of its own sibling group; terminal only the plan.
-      if (scored && this.parentRow[row] >= 0) this.markGroup(this.parentRow[row]);
+      if (scored && this.parentRow[row] >= 0) {
+        this.markGroup(this.parentRow[row]);
+        if (this.trackChanges) this.changedSlots.push(this.childSlot[row]);
+      }
       this.planDirty[this.rowTree[row]] = 1;
-      this.noteChanged(row, row + 1);
     }
   }
 
@@ -322,8 +331,10 @@ export class LiveStore {
       const n = this.visits[row] + 1;
       this.visits[row] = n;
       this.reward[row] += (reward - this.reward[row]) / n;
-      if (this.parentRow[row] >= 0) this.markGroup(this.parentRow[row]);
-      this.noteChanged(row, row + 1);
+      if (this.parentRow[row] >= 0) {
+        this.markGroup(this.parentRow[row]);
+        if (this.trackChanges) this.changedSlots.push(this.childSlot[row]);
+      }
     }
     this.planDirty[slot] = 1;
   }
@@ -371,6 +382,12 @@ export class LiveStore {
   /** Rows a device copy has to cover: every slab ever handed out. */
   get usedRows(): number { return this.slabs.top; }
 
+  /** Keeps every slab inside one block of `rows` rows (set by a device backend before any tree arrives). */
+  setSlabBoundary(rows: number): void {
+    if (this.slabs.top > 0) throw new Error('the slab boundary must be set before the first tree');
+    this.slabs.boundary = rows;
+  }
+
   private checkFields(slot: number, node: number, f: { reward?: unknown; visits?: unknown; uncertainty?: unknown; terminal?: unknown }): void {
     const r = f.reward, n = f.visits, u = f.uncertainty, t = f.terminal;
     if (r !== undefined && (typeof r !== 'number' || !Number.isFinite(r))) throw new LiveError('invalid_value', this.at(slot, node, 'reward'), `must be a finite number, got ${describeValue(r)}`);
@@ -393,9 +410,12 @@ export class LiveStore {
     let at = start;
     for (let r = start; r < start + n; r++) { childStart[r] = at; at += childCount[r]; }
     for (let r = start; r < start + n; r++) childCount[r] = 0;
+    this.childSlot[start] = -1;
     for (let r = start + 1; r < start + n; r++) {
       const p = parentRow[r];
-      child[childStart[p] + childCount[p]++] = r;
+      const q = childStart[p] + childCount[p]++;
+      child[q] = r;
+      this.childSlot[r] = q;
     }
   }
 
@@ -455,6 +475,7 @@ export class LiveStore {
     this.childStart = i32(this.childStart);
     this.childCount = i32(this.childCount);
     this.child = i32(this.child);
+    this.childSlot = i32(this.childSlot, -1);
     const id = new Int32Array(cap); for (let r = 0; r < cap; r++) id[r] = r; this.identity = id;
     this.contrast = f64(this.contrast);
     this.weight = f64(this.weight, 1);
