@@ -7,6 +7,8 @@ const USAGE = `trace-alloc — TRACE rollout allocation for tree-structured agen
 usage:
   trace-alloc score FILE|- [flags]   score a forest and write the allocation plan (JSON)
   trace-alloc demo [flags]           the main job on a seeded synthetic batch, with a summary
+  trace-alloc viz FILE --out F.html  an explorable priority heatmap of the forest's trees
+  trace-alloc serve --stdio          a live forest driven by JSON Lines over stdin/stdout
   trace-alloc --version
 
 Run 'trace-alloc <command> --help' for a command's flags.`;
@@ -22,6 +24,10 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./score.js')).runScore(rest);
     case 'demo':
       return (await import('./demo.js')).runDemo(rest);
+    case 'viz':
+      return (await import('./viz.js')).runViz(rest);
+    case 'serve':
+      return (await import('./serve.js')).runServe(rest);
     case '--version':
     case '-v':
       process.stdout.write(`${await version()}\n`);
@@ -33,13 +39,15 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return command === undefined ? 2 : 0;
     default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo)`);
+      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo, viz, serve)`);
   }
 }
 
 async function printHelp(command: string | undefined): Promise<number> {
   if (command === 'score') process.stdout.write(`${(await import('./score.js')).SCORE_USAGE}\n`);
   else if (command === 'demo') process.stdout.write(`${(await import('./demo.js')).DEMO_USAGE}\n`);
+  else if (command === 'viz') process.stdout.write(`${(await import('./viz.js')).VIZ_USAGE}\n`);
+  else if (command === 'serve') process.stdout.write(`${(await import('./serve.js')).SERVE_USAGE}\n`);
   else process.stdout.write(`${USAGE}\n`);
   return 0;
 }
