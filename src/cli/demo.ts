@@ -48,7 +48,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
   }
   const allocation = await timed('allocate', () => allocate(forest, scores, settings.allocate));
   const out = process.stdout;
-  out.write(summarize(forest, scores, allocation, { trees, seed, dim, backend: scorer.backend, notices, timings }));
+  out.write(summarize(forest, scores, allocation, { trees, seed, dim, backend: scores.backend, notices, timings }));
   return 0;
 }
 
