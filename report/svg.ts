@@ -49,7 +49,7 @@ export function escapeXml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 }
 
-/** Compact, human-readable number: 3 significant digits, plain notation in [1e-3, 1e6). */
+/** Compact, human-readable number: 3 significant digits (whole numbers from 1000 up), plain notation in [1e-3, 1e6). */
 export function formatNumber(v: number): string {
   if (!Number.isFinite(v)) return String(v);
   if (v === 0) return '0';
@@ -59,6 +59,7 @@ export function formatNumber(v: number): string {
     return `${trimZeros(m as string)}e${Number(e)}`;
   }
   if (Number.isInteger(v)) return String(v);
+  if (a >= 1000) return String(Math.round(v));
   return trimZeros(v.toPrecision(3));
 }
 
@@ -331,13 +332,16 @@ export function barChart(o: BarChartOptions): string {
 
 // ---------------------------------------------------------------- markdown
 
-/** GitHub-flavoured Markdown table; numeric columns are right-aligned and formatted compactly. */
+/**
+ * GitHub-flavoured Markdown table. Numbers are formatted compactly; a column whose cells are all
+ * numbers (or the placeholder "—") is right-aligned.
+ */
 export function markdownTable(header: string[], rows: Array<Array<string | number>>): string {
   rows.forEach((row, i) => {
     if (row.length !== header.length) throw new Error(`markdownTable: row ${i} has ${row.length} cells for ${header.length} columns`);
   });
   const cell = (v: string | number) => (typeof v === 'number' ? formatNumber(v) : v.replace(/\|/g, '\\|').replace(/\r?\n/g, ' '));
-  const numeric = header.map((_, c) => rows.length > 0 && rows.every((row) => typeof row[c] === 'number'));
+  const numeric = header.map((_, c) => rows.some((row) => typeof row[c] === 'number') && rows.every((row) => typeof row[c] === 'number' || row[c] === '—'));
   const lines = [
     `| ${header.map(cell).join(' | ')} |`,
     `| ${numeric.map((n) => (n ? '---:' : '---')).join(' | ')} |`,

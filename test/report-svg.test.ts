@@ -40,6 +40,7 @@ describe('ticks', () => {
     expect(formatNumber(0.12345)).toBe('0.123');
     expect(formatNumber(2.5e-5)).toBe('2.5e-5');
     expect(formatNumber(1e7)).toBe('1e7');
+    expect(formatNumber(7370.46)).toBe('7370');
   });
 });
 
@@ -120,6 +121,10 @@ describe('markdownTable', () => {
   it('right-aligns numeric columns, formats numbers and escapes pipes', () => {
     const md = markdownTable(['path', 'ms', 'ratio'], [['cpu | ref', 12.3456, 1], ['gpu', 3.2, 0.259]]);
     expect(md).toBe('| path | ms | ratio |\n| --- | ---: | ---: |\n| cpu \\| ref | 12.3 | 1 |\n| gpu | 3.2 | 0.259 |\n');
+  });
+  it('keeps a numeric column right-aligned when some cells are the "—" placeholder', () => {
+    expect(markdownTable(['a', 'b'], [['x', 1], ['y', '—']])).toContain('| --- | ---: |');
+    expect(markdownTable(['a'], [['—']])).toContain('| --- |');
   });
   it('rejects ragged rows', () => {
     expect(() => markdownTable(['a', 'b'], [['x']])).toThrow(/row 0 has 1 cells for 2 columns/);

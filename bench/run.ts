@@ -1,0 +1,261 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import b from 'benny';
+import type { CaseResult, Summary } from 'benny/lib/internal/common-types.js';
+import { allocate } from '../src/allocate/allocate.js';
+import type { PackedForest } from '../src/forest/packed.js';
+import { CpuScorer } from '../src/score/cpu.js';
+import { DEFAULT_PARAMS, type Scores } from '../src/score/types.js';
+import { formatNumber, markdownTable } from '../report/svg.js';
+import { checkAgainstReference } from './check.js';
+import { openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
+import { adapterSlug, finishMachineInfo, machineInfo } from './machine.js';
+import { naiveToArrays, scoreNaive, toNested } from './peers/naive.js';
+import { probeNumpy, runNumpy } from './peers/numpy.js';
+import { initTfjs, scoreTfjs } from './peers/tfjs.js';
+import { writeReport } from './report.js';
+import { PATH_LABEL, type BenchResults, type GpuBreakdown, type PathId, type WorkloadResult } from './results.js';
+import { summarise, type Figure } from './stats.js';
+import { buildForest, forestKey, packedBytes, planWorkloads, type Workload } from './workloads.js';
+
+/**
+ * `npm run bench` / `npm run bench:quick`: every path on every workload, side by side in one
+ * process, then a results JSON and the report regenerated from it.
+ *
+ * Flags: --quick, --only W1,dim-0 (workload ids), --no-gpu, --no-peers, --note "text",
+ * --out-dir DIR (default bench/results).
+ */
+interface Flags {
+  quick: boolean;
+  only?: string[];
+  gpu: boolean;
+  peers: boolean;
+  notes: string[];
+  outDir: string;
+}
+
+function parseFlags(argv: string[]): Flags {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const f: Flags = { quick: false, gpu: true, peers: true, notes: [], outDir: path.join(here, 'results') };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--quick') f.quick = true;
+    else if (a === '--only') f.only = value().split(',');
+    else if (a === '--no-gpu') f.gpu = false;
+    else if (a === '--no-peers') f.peers = false;
+    else if (a === '--note') f.notes.push(value());
+    else if (a === '--out-dir') f.outDir = value();
+    else throw new Error(`unknown flag ${a} (flags: --quick, --only IDS, --no-gpu, --no-peers, --note TEXT, --out-dir DIR)`);
+  }
+  return f;
+}
+
+const PARAMS = DEFAULT_PARAMS;
+
+interface Case {
+  path: PathId;
+  fn: () => unknown;
+}
+
+function figureFromBenny(r: CaseResult): Figure {
+  // Benchmark.js samples are seconds per call (each sample the mean of its cycle's calls).
+  return summarise(r.details.sampleResults.map((s) => s * 1000), 'benny');
+}
+
+/** Quick mode keeps the biggest batch to 3 samples per case: its calls take seconds each. */
+function samplingFor(w: Workload, s: { minSamples: number; maxTime: number; quick: boolean }): { minSamples: number; maxTime: number } {
+  return s.quick && w.trees * w.dim >= 16384 * 128 ? { minSamples: 3, maxTime: s.maxTime } : { minSamples: s.minSamples, maxTime: s.maxTime };
+}
+
+function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
+  if (timings.length === 0) return undefined;
+  const kernels = timings.map((t) => t.kernelsMs).filter((v): v is number => v !== undefined);
+  return {
+    upload: summarise(timings.map((t) => t.uploadMs), 'gpu-wall'),
+    kernels: kernels.length === timings.length ? summarise(kernels, 'gpu-timestamps') : undefined,
+    wait: summarise(timings.map((t) => t.waitMs), 'gpu-wall'),
+    readback: summarise(timings.map((t) => t.readbackMs), 'gpu-wall'),
+    total: summarise(timings.map((t) => t.totalMs), 'gpu-wall'),
+  };
+}
+
+let cachedForest: { key: string; forest: PackedForest } | undefined;
+
+async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNote: string; tfjs: boolean; tfjsNote: string; numpy: boolean; numpyNote: string; sampling: { minSamples: number; maxTime: number; quick: boolean } }): Promise<WorkloadResult> {
+  const t0 = performance.now();
+  const key = forestKey(w);
+  if (cachedForest?.key !== key) {
+    cachedForest = undefined; // let the previous batch go before generating the next one
+    cachedForest = { key, forest: buildForest(w) };
+  }
+  const forest: PackedForest = cachedForest.forest;
+  const generateMs = performance.now() - t0;
+  const cpu = new CpuScorer();
+  const ref = cpu.scoreSync(forest, PARAMS);
+  const res: WorkloadResult = { ...w, nodes: forest.nodeCount, groups: forest.groupCount, packedBytes: packedBytes(forest), generateMs, peakRssMiB: 0, figures: {}, checks: {}, skipped: {} };
+  const cases: Case[] = [{ path: 'cpu', fn: () => cpu.scoreSync(forest, PARAMS) }];
+  if (w.allocate) cases.push({ path: 'cpu+allocate', fn: () => allocate(forest, cpu.scoreSync(forest, PARAMS)) });
+
+  // GPU paths: checked once (that call also compiles the pipelines), then timed.
+  const gpuTimings: GpuTimings[] = [];
+  const gpu = ctx.gpu;
+  const f16 = w.precision === 'f16';
+  if (!gpu) {
+    res.skipped.gpu = ctx.gpuNote;
+  } else if (f16 && !gpu.hasF16) {
+    res.skipped.gpu = 'the adapter has no shader-f16';
+  } else {
+    try {
+      const first = await gpu.score(forest, PARAMS, f16);
+      res.checks.gpu = checkAgainstReference(forest, ref, first.scores);
+      if (res.checks.gpu.ok || f16) {
+        // f16 embeddings round the inputs, so they are held to the check but timed regardless; the check's figure is reported.
+        cases.push({ path: 'gpu', fn: async () => { gpuTimings.push((await gpu.score(forest, PARAMS, f16)).timings); } });
+        if (w.allocate) cases.push({ path: 'gpu+allocate', fn: async () => { allocate(forest, (await gpu.score(forest, PARAMS, f16)).scores); } });
+        cases.push({ path: 'floor', fn: async () => { await gpu.transferFloor(forest, f16); } });
+      }
+    } catch (err) {
+      res.skipped.gpu = `GPU scoring failed: ${(err as Error).message}`;
+    }
+  }
+
+  if (w.peers) {
+    const { roots, byRow } = toNested(forest);
+    scoreNaive(roots, PARAMS.alpha, PARAMS.tau);
+    res.checks.naive = checkAgainstReference(forest, ref, naiveToArrays(forest, byRow));
+    if (res.checks.naive.ok) cases.push({ path: 'naive', fn: () => scoreNaive(roots, PARAMS.alpha, PARAMS.tau) });
+    if (ctx.tfjs) {
+      res.checks.tfjs = checkAgainstReference(forest, ref, scoreTfjs(forest, PARAMS.alpha, PARAMS.tau));
+      if (res.checks.tfjs.ok) cases.push({ path: 'tfjs', fn: () => scoreTfjs(forest, PARAMS.alpha, PARAMS.tau) });
+    } else res.skipped.tfjs = ctx.tfjsNote;
+  }
+
+  const sampling = samplingFor(w, ctx.sampling);
+  const summary: Summary = await b.suite(
+    `${w.id} (${w.label})`,
+    b.configure({ cases: { minSamples: sampling.minSamples, maxTime: sampling.maxTime } }),
+    ...cases.map((c) => b.add(PATH_LABEL[c.path], c.fn)),
+    b.cycle((r: CaseResult) => `  ${r.name}: ${formatNumber(r.details.mean * 1000)} ms ± ${r.margin} % (${r.samples} samples)`),
+  );
+  cases.forEach((c, i) => {
+    const r = summary.results[i];
+    if (r && r.completed) res.figures[c.path] = figureFromBenny(r);
+    else res.skipped[c.path] = 'benchmark did not complete';
+  });
+  const bd = breakdown(gpuTimings.slice(1));
+  if (bd) {
+    res.gpuBreakdown = bd;
+    if (bd.kernels) res.figures['gpu-kernels'] = bd.kernels;
+    else res.skipped['gpu-kernels'] = 'the adapter has no timestamp queries';
+  }
+
+  // numpy runs in its own process after the benny suite, timed by Python with the same sampling.
+  if (w.peers) {
+    if (ctx.numpy) {
+      try {
+        const run = runNumpy(forest, { ...PARAMS, ...sampling });
+        res.checks.numpy = checkAgainstReference(forest, ref, run.outputs);
+        if (res.checks.numpy.ok) res.figures.numpy = summarise(run.samplesMs.slice(1), 'python');
+        console.log(`  ${PATH_LABEL.numpy}: ${formatNumber(res.figures.numpy?.meanMs ?? Number.NaN)} ms (${run.samplesMs.length - 1} samples, timed in Python)`);
+      } catch (err) {
+        res.skipped.numpy = (err as Error).message;
+      }
+    } else res.skipped.numpy = ctx.numpyNote;
+  }
+  res.peakRssMiB = process.resourceUsage().maxRSS / 1024;
+  return res;
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2));
+  const started = new Date();
+  const machine = machineInfo();
+  const loads: number[] = [];
+  const notes = [...flags.notes];
+  process.env.XDG_RUNTIME_DIR ??= '/tmp/xdg';
+
+  const opened = flags.gpu ? await openGpuBench() : { bench: undefined, adapter: { available: false, reason: 'disabled with --no-gpu' } };
+  const gpu = opened.bench;
+  const adapter = opened.adapter;
+  const gpuNote = adapter.available ? '' : `no WebGPU adapter (${adapter.reason})`;
+  let tfjsNote = 'disabled with --no-peers';
+  let tfjs = false;
+  if (flags.peers) {
+    try {
+      const info = await initTfjs();
+      tfjs = true;
+      tfjsNote = `TensorFlow.js ${info.version} on ${info.backend} (SIMD ${info.simd ? 'on' : 'off'}, threads ${info.threads ? 'on' : 'off'})`;
+    } catch (err) {
+      tfjsNote = `TensorFlow.js peer skipped: ${(err as Error).message}`;
+    }
+  }
+  const np = flags.peers ? probeNumpy() : { available: false, note: 'disabled with --no-peers' };
+  if (!np.available) notes.push(np.note);
+  const numpyNote = np.available ? `${np.note}, single-threaded BLAS like the other CPU paths` : np.note;
+
+  const sampling = flags.quick ? { minSamples: 5, maxTime: 0.3, quick: true } : { minSamples: 10, maxTime: 3, quick: false };
+  const plan = planWorkloads({ quick: flags.quick, maxBindingBytes: gpu?.maxBinding });
+  notes.push(...plan.notes);
+  let workloads = plan.workloads;
+  if (flags.only) {
+    const unknown = flags.only.filter((id) => !workloads.some((w) => w.id === id));
+    if (unknown.length) throw new Error(`unknown workload ids ${unknown.join(', ')}; known: ${workloads.map((w) => w.id).join(', ')}`);
+    workloads = workloads.filter((w) => flags.only!.includes(w.id));
+  }
+  // Tree sweep smallest first, so the RSS high-water mark after each point is meaningful; the
+  // f16 twin of W1 right after W1 so it reuses the forest; everything else after.
+  const rank = (w: Workload) => (w.sweeps.includes('trees') || w.sweeps.includes('precision') ? w.trees : 1e12);
+  workloads.sort((a, c) => rank(a) - rank(c));
+
+  console.log(`trace-alloc bench (${flags.quick ? 'quick' : 'full'}): ${workloads.length} workloads; adapter: ${adapter.available ? adapter.name : gpuNote}; ${tfjsNote}; ${numpyNote}`);
+  const results: WorkloadResult[] = [];
+  try {
+    for (const w of workloads) {
+      results.push(await runWorkload(w, { gpu, gpuNote, tfjs, tfjsNote, numpy: np.available, numpyNote, sampling }));
+      loads.push(os.loadavg()[0] ?? 0);
+    }
+  } finally {
+    gpu?.destroy();
+  }
+
+  const finished = new Date();
+  const out: BenchResults = {
+    schema: 'trace-alloc-bench/1',
+    mode: flags.quick ? 'quick' : 'full',
+    command: `npm run ${flags.quick ? 'bench:quick' : 'bench'}${process.argv.length > 2 + Number(flags.quick) ? ` -- ${process.argv.slice(2).filter((a) => a !== '--quick').join(' ')}` : ''}`,
+    startedAt: started.toISOString(),
+    finishedAt: finished.toISOString(),
+    durationS: (finished.getTime() - started.getTime()) / 1000,
+    machine: finishMachineInfo(machine, loads),
+    adapter,
+    peers: { tfjs: tfjsNote, numpy: numpyNote },
+    sampling: { minSamples: sampling.minSamples, maxTime: sampling.maxTime },
+    notes,
+    workloads: results,
+  };
+  mkdirSync(flags.outDir, { recursive: true });
+  const name = `${started.toISOString().slice(0, 10)}-${adapterSlug(adapter)}${flags.quick ? '-quick' : ''}.json`;
+  const file = path.join(flags.outDir, name);
+  writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
+  const written = writeReport(out, name, flags.outDir);
+
+  console.log('');
+  console.log(markdownTable(['workload', ...PATHS_PRINTED.map((p) => PATH_LABEL[p])], results.map((r) => [r.id, ...PATHS_PRINTED.map((p) => r.figures[p]?.meanMs ?? '—')])));
+  console.log(`(ms per call, mean; ${adapter.emulated ? 'GPU rows are CPU-emulated (lavapipe): read them as ratios to the CPU reference' : ''})`);
+  console.log(`wrote ${file}`);
+  for (const p of written) console.log(`wrote ${p}`);
+}
+
+const PATHS_PRINTED: PathId[] = ['cpu', 'gpu', 'gpu-kernels', 'floor', 'naive', 'tfjs', 'numpy'];
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,127 @@
+import type { PackedForest } from '../src/forest/packed.js';
+import { generateRegularForest } from '../src/synth/generate.js';
+
+/**
+ * The benchmark workloads: seeded, generated on the spot (never stored). A workload may sit
+ * on several sweeps (W1 is both "the standard step" and the 4096 point of the tree sweep);
+ * it is generated and timed once.
+ */
+export type Sweep = 'w1' | 'trees' | 'group' | 'dim' | 'precision' | 'chunked';
+export type Precision = 'f32' | 'f16';
+
+export interface Workload {
+  id: string;
+  label: string;
+  sweeps: Sweep[];
+  trees: number;
+  branching: number;
+  depth: number;
+  dim: number;
+  /** How the GPU path stores embeddings; the CPU paths always read the float32 matrix. */
+  precision: Precision;
+  seed: number;
+  /** Time the peers (nested-object JS, TensorFlow.js, numpy) on this workload too. */
+  peers: boolean;
+  /** Time score + allocate end to end on this workload too. */
+  allocate: boolean;
+}
+
+export const SEED = 20260401;
+export const W1 = { trees: 4096, branching: 4, depth: 3, dim: 128 } as const;
+
+export interface PlanOptions {
+  quick: boolean;
+  /** The GPU's largest storage binding in bytes, to size the chunked batch; undefined without a GPU. */
+  maxBindingBytes?: number;
+  /** Largest embedding matrix the chunked workload may allocate on the host. */
+  maxHostEmbeddingBytes?: number;
+}
+
+/** Nodes per regular tree: 1 + b + b² + … + b^depth. */
+export function nodesPerTree(branching: number, depth: number): number {
+  let n = 1;
+  let level = 1;
+  for (let d = 0; d < depth; d++) {
+    level *= branching;
+    n += level;
+  }
+  return n;
+}
+
+/** Sibling groups per regular tree: every node above the last level. */
+export function groupsPerTree(branching: number, depth: number): number {
+  return nodesPerTree(branching, depth - 1);
+}
+
+function shapeKey(w: Pick<Workload, 'trees' | 'branching' | 'depth' | 'dim' | 'precision'>): string {
+  return `${w.trees}x${w.branching}^${w.depth}/d${w.dim}/${w.precision}`;
+}
+
+/** The list of workloads of a run, duplicates merged (their sweep tags are united). */
+export function planWorkloads(o: PlanOptions): { workloads: Workload[]; notes: string[] } {
+  const notes: string[] = [];
+  const list: Workload[] = [];
+  const add = (w: Omit<Workload, 'seed' | 'label'> & { label?: string }) => {
+    const key = shapeKey(w);
+    const twin = list.find((x) => shapeKey(x) === key);
+    if (twin) {
+      for (const s of w.sweeps) if (!twin.sweeps.includes(s)) twin.sweeps.push(s);
+      twin.peers ||= w.peers;
+      twin.allocate ||= w.allocate;
+      return;
+    }
+    const label = w.label ?? `${w.trees} trees, k=${w.branching}, depth ${w.depth}, dim ${w.dim}${w.precision === 'f16' ? ', f16' : ''}`;
+    list.push({ ...w, label, seed: SEED });
+  };
+  const base = { branching: W1.branching, depth: W1.depth, precision: 'f32' as Precision };
+
+  add({ id: 'W1', label: 'W1: 4096 trees × 85 nodes, dim 128', sweeps: ['w1', 'trees'], trees: W1.trees, dim: W1.dim, ...base, peers: true, allocate: true });
+  // Quick mode keeps the full tree range (the scaling check needs it) but times the peers and
+  // score + allocate only where they are cheap or the headline (W1).
+  for (const trees of [64, 256, 1024, 16384]) {
+    add({ id: `trees-${trees}`, sweeps: ['trees'], trees, dim: W1.dim, ...base, peers: !o.quick || trees <= 1024, allocate: !o.quick });
+  }
+  // Group size sweep: one fork per tree (depth 1), the same number of children rows for every k.
+  const rows = o.quick ? 8192 : 65536;
+  for (const k of [2, 8, 32, 256]) {
+    add({ id: `group-${k}`, label: `group size ${k}: ${rows / k} trees × 1 fork, dim 128`, sweeps: ['group'], trees: rows / k, branching: k, depth: 1, dim: W1.dim, precision: 'f32', peers: true, allocate: false });
+  }
+  const dimTrees = o.quick ? 256 : 2048;
+  for (const dim of [0, 16, 128, 1024]) {
+    add({ id: `dim-${dim}`, label: `dim ${dim}: ${dimTrees} trees × 85 nodes`, sweeps: ['dim'], trees: dimTrees, dim, ...base, peers: true, allocate: false });
+  }
+  add({ id: 'W1-f16', label: 'W1 with f16 embeddings on the GPU', sweeps: ['precision'], trees: W1.trees, dim: W1.dim, ...base, precision: 'f16', peers: false, allocate: false });
+
+  if (o.maxBindingBytes === undefined) {
+    notes.push('chunked workload skipped: no WebGPU adapter, so no storage-binding limit to exceed');
+  } else {
+    // The smallest tree count whose dim-1024 embedding matrix is 1.25 × the binding limit.
+    const dim = 1024;
+    const perTree = nodesPerTree(W1.branching, W1.depth) * dim * 4;
+    const trees = Math.ceil((o.maxBindingBytes * 1.25) / perTree);
+    const bytes = trees * perTree;
+    const cap = o.maxHostEmbeddingBytes ?? 2 * 1024 ** 3;
+    if (bytes > cap) {
+      notes.push(`chunked workload skipped: exceeding the ${o.maxBindingBytes} B binding needs a ${bytes} B embedding matrix, over the ${cap} B host cap`);
+    } else {
+      add({ id: 'chunked', label: `chunked: ${trees} trees, dim 1024 (${(bytes / 2 ** 20).toFixed(0)} MiB > ${(o.maxBindingBytes / 2 ** 20).toFixed(0)} MiB binding)`, sweeps: ['chunked'], trees, dim, ...base, peers: false, allocate: false });
+    }
+  }
+  return { workloads: list, notes };
+}
+
+/** The generator inputs; workloads that differ only in GPU precision share one forest. */
+export function forestKey(w: Workload): string {
+  return `${w.trees}x${w.branching}^${w.depth}/d${w.dim}/s${w.seed}`;
+}
+
+export function buildForest(w: Workload): PackedForest {
+  return generateRegularForest({ trees: w.trees, branching: w.branching, depth: w.depth, dim: w.dim, seed: w.seed });
+}
+
+/** Host bytes of the packed forest's arrays (what a batch costs before any backend copies it). */
+export function packedBytes(f: PackedForest): number {
+  let total = 0;
+  for (const v of Object.values(f)) if (ArrayBuffer.isView(v)) total += v.byteLength;
+  return total;
+}
