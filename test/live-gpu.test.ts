@@ -64,4 +64,26 @@ gpuDescribe('live forest on the gpu backend', () => {
     expectScoresClose(liveScoresOn(live, snap), scoreCpu(snap.forest, live.scoreParams), snap.forest.nodeCount);
     live.destroy();
   });
+
+  it('on a lost device: backend gpu fails the call; backend auto finishes on the cpu with a notice', async () => {
+    for (const backend of ['gpu', 'auto'] as const) {
+      const notices: string[] = [];
+      const live = await createLiveForest({ dim: 4, backend, onNotice: (m) => notices.push(m) });
+      expect(live.backendKind).toBe('gpu');
+      live.addForest(generateForest({ trees: 5, dim: 4, seed: 8 }));
+      await live.plan();
+      const ctx = backendOf(live).context;
+      ctx.loseDevice();
+      await ctx.lost;
+      live.update({ tree: 't1', node: 2, reward: 0.3, visits: 2 });
+      if (backend === 'gpu') {
+        await expect(live.plan()).rejects.toThrow(/device was lost/);
+      } else {
+        await checkLiveAgainstScratch(live, { budget: 9 }, { exact: true });
+        expect(live.backendKind).toBe('cpu');
+        expect(notices.at(-1)).toMatch(/device was lost.*re-scoring on the cpu/);
+      }
+      live.destroy();
+    }
+  });
 });

@@ -20,7 +20,9 @@ export interface LiveBackend {
 export class CpuLiveBackend implements LiveBackend {
   readonly kind = 'cpu' as const;
   private readonly scorer = new LiveCpuScorer();
-  attach(): void {}
+  attach(store: LiveStore): void {
+    store.setSlabBoundary(0);
+  }
   async score(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void> {
     this.scorer.score(store, params, parents, count);
   }

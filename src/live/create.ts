@@ -20,8 +20,10 @@ export interface CreateLiveForestOptions {
 /** Builds an empty live forest on the chosen backend. */
 export async function createLiveForest(options: CreateLiveForestOptions): Promise<LiveForest> {
   const backend = await createLiveBackend(options);
+  const auto = (options.backend ?? 'auto') === 'auto';
+  const recovery = auto ? { fallback: () => new CpuLiveBackend(), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
-    return new LiveForest(options.dim, backend, options.params);
+    return new LiveForest(options.dim, backend, options.params, recovery);
   } catch (err) {
     backend.destroy();
     throw err;

@@ -1,6 +1,7 @@
 import type { GroupScore, NodeAllocation, NodeScore, PlanJson, TreePlan } from '../allocate/plan.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import type { PackedForest } from '../forest/packed.js';
+import { GpuDeviceLostError } from '../gpu/errors.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import type { LiveBackend } from './backend.js';
 import { LivePlanner, type LivePlanOptions, type LivePlanSummary } from './plan.js';
@@ -42,15 +43,25 @@ export class LiveForest {
   private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
   private planned = false;
 
-  constructor(dim: number, readonly backend: LiveBackend, params?: Partial<ScoreParams>) {
+  private backendNow: LiveBackend;
+
+  /**
+   * `fallback`: with `backend: 'auto'`, a backend to finish on when the GPU device is lost
+   * (every group is then re-scored there once, and `onNotice` says so).
+   */
+  constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void } = {}) {
     this.store = new LiveStore(dim);
     this.planner = new LivePlanner(this.store);
     this.params = resolveParams(params);
+    this.backendNow = backend;
     backend.attach(this.store);
   }
 
+  /** The backend scoring dirty groups now. */
+  get backend(): LiveBackend { return this.backendNow; }
+
   get dim(): number { return this.store.dim; }
-  get backendKind(): 'cpu' | 'gpu' { return this.backend.kind; }
+  get backendKind(): 'cpu' | 'gpu' { return this.backendNow.kind; }
   get treeCount(): number { return this.store.treeCount; }
   get nodeCount(): number { return this.store.nodeTotal; }
   get scoreParams(): ScoreParams { return { ...this.params }; }
@@ -119,11 +130,22 @@ export class LiveForest {
     s.dirtyGroups = [];
     if (count === 0) return 0;
     try {
-      await this.backend.score(s, this.params, parents, count);
+      await this.backendNow.score(s, this.params, parents, count);
     } catch (err) {
       // Keep the work: a later rescore retries these groups.
       for (let i = 0; i < count; i++) s.markGroup(parents[i]);
-      throw err;
+      const fallback = this.recovery.fallback;
+      if (fallback === undefined || !(err instanceof GpuDeviceLostError)) throw err;
+      // The host holds the whole forest: carry on with the fallback from a full re-score.
+      this.backendNow.destroy();
+      this.backendNow = fallback();
+      s.trackChanges = false;
+      s.changedSpans = [];
+      s.changedSlots = [];
+      this.backendNow.attach(s);
+      this.recovery.onNotice?.(`live forest: ${err.message}; re-scoring on the ${this.backendNow.kind} from now on`);
+      s.markAllDirty();
+      return this.rescore();
     }
     this.counters.rescores++;
     this.counters.rescoredGroups += count;
@@ -193,12 +215,12 @@ export class LiveForest {
       for (let r = lo; r < lo + s.slotSize[slot]; r++) if (s.childCount[r] > 0) groups++;
     }
     return {
-      backend: this.backend.kind, dim: s.dim, trees: s.treeCount, nodes: s.nodeTotal, groups,
+      backend: this.backendNow.kind, dim: s.dim, trees: s.treeCount, nodes: s.nodeTotal, groups,
       dirtyGroups: this.dirtyGroupCount, capacityRows: s.usedRows, params: { ...this.params }, ...this.counters,
     };
   }
 
   destroy(): void {
-    this.backend.destroy();
+    this.backendNow.destroy();
   }
 }

@@ -384,7 +384,7 @@ export class LiveStore {
 
   /** Keeps every slab inside one block of `rows` rows (set by a device backend before any tree arrives). */
   setSlabBoundary(rows: number): void {
-    if (this.slabs.top > 0) throw new Error('the slab boundary must be set before the first tree');
+    if (this.slabs.top > 0 && rows > 0) throw new Error('the slab boundary must be set before the first tree');
     this.slabs.boundary = rows;
   }
 
