@@ -9,6 +9,8 @@ export interface GpuContextOptions {
    */
   gpu?: GPU;
   powerPreference?: GPUPowerPreference;
+  /** Workgroup sizes (powers of two) overriding `KERNEL_WORKGROUP` — for tuning measurements. */
+  workgroupSizes?: Partial<Record<KernelName, number>>;
 }
 
 /** Workgroup sizes of the two kernels (see docs/GPU.md for the measurements behind them). */
@@ -35,7 +37,10 @@ export class GpuContext {
   /** Settles (never rejects) when the device is lost; every wait races against it. */
   readonly lost: Promise<GpuDeviceLostError>;
 
-  private constructor(readonly device: GPUDevice, readonly adapterName: string) {
+  private readonly workgroupSizes: Record<KernelName, number>;
+
+  private constructor(readonly device: GPUDevice, readonly adapterName: string, workgroupSizes: Partial<Record<KernelName, number>> = {}) {
+    this.workgroupSizes = { ...KERNEL_WORKGROUP, ...workgroupSizes };
     this.pool = new BufferPool(device);
     this.hasF16 = device.features.has('shader-f16');
     this.hasTimestamps = device.features.has('timestamp-query');
@@ -83,8 +88,8 @@ export class GpuContext {
     };
     const device = await adapter.requestDevice({ label: 'trace-alloc', requiredFeatures, requiredLimits });
     const info = adapter.info;
-    const name = [info?.vendor, info?.architecture, info?.device, info?.description].filter((s) => s).join(' ') || 'unknown adapter';
-    return new GpuContext(device, name);
+    const name = info?.description || [info?.vendor, info?.architecture, info?.device].filter((s) => s).join(' ') || 'unknown adapter';
+    return new GpuContext(device, name, options.workgroupSizes);
   }
 
   /** The compiled pipeline of a kernel, compiled once per device. */
@@ -100,7 +105,7 @@ export class GpuContext {
             this.device.createComputePipelineAsync({
               label: key,
               layout: this.device.createPipelineLayout({ bindGroupLayouts: [this.layout] }),
-              compute: { module, entryPoint: 'main', constants: { WG: KERNEL_WORKGROUP[kernel] } },
+              compute: { module, entryPoint: 'main', constants: { WG: this.workgroupSize(kernel) } },
             }),
           );
         } catch (err) {
@@ -112,6 +117,10 @@ export class GpuContext {
       this.pipelines.set(key, p);
     }
     return p;
+  }
+
+  workgroupSize(kernel: KernelName): number {
+    return this.workgroupSizes[kernel];
   }
 
   /** Throws if the device is gone; call before starting GPU work. */

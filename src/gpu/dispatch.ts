@@ -1,6 +1,5 @@
 import type { ScoreParams } from '../score/types.js';
 import type { GpuContext } from './context.js';
-import { KERNEL_WORKGROUP } from './context.js';
 import { embStride, OUT_BYTES, WORK_BYTES, type WorkLists } from './layout.js';
 
 /** The input buffers of one chunk, already on the device. */
@@ -88,7 +87,7 @@ export function submitChunk(
     const q = device.queue;
     if (nThread > 0) q.writeBuffer(work, 0, lists.thread);
     if (nWg > 0) q.writeBuffer(work, wgOffset, lists.workgroup);
-    const wgPerThreadDispatch = Math.ceil(nThread / KERNEL_WORKGROUP.score_thread);
+    const wgPerThreadDispatch = Math.ceil(nThread / ctx.workgroupSize('score_thread'));
     const gridThread = foldGrid(wgPerThreadDispatch, ctx.maxWorkgroupsPerDim);
     const gridWg = foldGrid(nWg, ctx.maxWorkgroupsPerDim);
     q.writeBuffer(uniforms, 0, paramsBlock(params, nThread, dim, embStride(dim, inputs.f16), gridThread[0]));

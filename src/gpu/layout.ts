@@ -154,7 +154,7 @@ export type Route = 'auto' | 'thread' | 'workgroup';
  * Groups up to this many children go to the one-invocation-per-group kernel (see
  * docs/GPU.md for the measurement); larger ones get a whole workgroup.
  */
-export const THREAD_KERNEL_MAX_K = 16;
+export const THREAD_KERNEL_MAX_K = 256;
 
 export function routeToThread(k: number, route: Route): boolean {
   return route === 'thread' || (route === 'auto' && k <= THREAD_KERNEL_MAX_K);
