@@ -57,7 +57,18 @@ function compareAllocations(got: PlanTree, want: PlanTree, ties: TreeTies, depth
  * Every way `got` departs from the reference beyond the SPEC tolerances and the reference's
  * own near-ties. Empty when the CLI conforms.
  */
-export function comparePlans(got: Plan, ref: ReferenceResult, withScores = true): string[] {
+export interface CompareOptions {
+  withScores?: boolean;
+  /**
+   * Hold largest-remainder ties (within nodes and across trees) to the spec's tie rule exactly.
+   * Only sound where the tied reals are equal by construction in any implementation, e.g.
+   * indistinguishable siblings whose shares are the same expression of the same numbers.
+   */
+  exactTies?: boolean;
+}
+
+export function comparePlans(got: Plan, ref: ReferenceResult, options: CompareOptions = {}): string[] {
+  const withScores = options.withScores ?? true;
   const out: string[] = [];
   const want = ref.plan;
   if (got.params?.alpha !== want.params.alpha || got.params?.tau !== want.params.tau) {
@@ -70,7 +81,7 @@ export function comparePlans(got: Plan, ref: ReferenceResult, withScores = true)
   want.trees.forEach((wt, t) => {
     const gt = got.trees[t];
     const where = `tree #${t} (${wt.id})`;
-    const ties = ref.ties[t];
+    const ties = options.exactTies ? { ...ref.ties[t], rounding: new Set<number>(), budget: false } : ref.ties[t];
     if (gt.id !== wt.id) out.push(`${where}: id got ${JSON.stringify(gt.id)}`);
     checkShape(gt, where, out);
 

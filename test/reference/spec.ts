@@ -79,7 +79,7 @@ export interface Plan {
 export interface TreeTies {
   /** Live children whose weight is within TIE (relative) of their group's prune threshold ρ·w*. */
   prune: Set<number>;
-  /** Nodes whose whole-number share may move by one unit under another summation order. */
+  /** Nodes at a largest-remainder cut within TIE: their whole-number share may move by one unit. */
   rounding: Set<number>;
   /** Nodes (any, allocated or not) whose depth sits within TIE of a rounding edge of ⌊D0·ψ^γ + 0.5⌋. */
   depth: Set<number>;
@@ -314,9 +314,9 @@ export function largestRemainder(x: readonly number[], total: number): Rounded {
   }
   for (let r = 0; r < remaining; r++) units[order[r]]++;
 
-  // Another order of summation can move an x across an integer, or swap the last winner
-  // and the first loser when their fractional parts are this close.
-  for (const i of order) if (frac[i] <= TIE || frac[i] >= 1 - TIE) ties.add(i);
+  // Another order of summation can swap the last winner and the first loser when their
+  // fractional parts are this close. An x that lands a hair either side of an integer cannot
+  // change the result: just below, its fraction ≈ 1 ranks first and wins back the unit.
   if (remaining > 0 && remaining < order.length) {
     const lastIn = frac[order[remaining - 1]];
     const firstOut = frac[order[remaining]];
