@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { largestRemainder } from '../src/allocate/rounding.js';
 import { generateForest } from '../src/synth/generate.js';
+import { roundTree } from '../src/live/plan.js';
 import { createLiveForest } from '../src/live/create.js';
 import { snapshotLive } from '../src/live/snapshot.js';
 import { LiveError } from '../src/live/store.js';
@@ -112,6 +114,22 @@ describe('live forest on the cpu backend', () => {
     expect(live.store.slotCap[live.store.slotOf('x')]).toBeGreaterThanOrEqual(202);
     await checkLiveAgainstScratch(live, { totalBudget: 40 }, { exact: true });
     live.destroy();
+  });
+});
+
+describe('roundTree', () => {
+  it('equals the shared largestRemainder, ties included', () => {
+    fc.assert(fc.property(fc.array(fc.oneof(fc.constantFrom(0, 0.25, 0.5, 0.75, 1.5, 2.25), fc.double({ min: 0, max: 5, noNaN: true })), { minLength: 1, maxLength: 40 }), fc.integer({ min: 0, max: 3 }), (xs, pad) => {
+      const n = xs.length + pad;
+      const x = new Float64Array(n + 3);
+      xs.forEach((v, i) => { x[pad + i] = v; });
+      const total = Math.round(xs.reduce((a, b) => a + b, 0));
+      const identity = Int32Array.from({ length: n + 3 }, (_, i) => i);
+      const got = new Int32Array(n + 3), want = new Int32Array(n + 3);
+      roundTree(x, pad, n, total, got, identity, new Int32Array(n + 3), new Float64Array(n + 3));
+      largestRemainder(x, identity.subarray(pad, n), total, want, new Int32Array(n));
+      expect(Array.from(got)).toEqual(Array.from(want));
+    }), { numRuns: 2000 });
   });
 });
 

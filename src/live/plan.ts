@@ -207,10 +207,11 @@ export class LivePlanner {
 
 /**
  * `largestRemainder` over rows [lo, hi), specialised for the common case of a few leftover
- * units among many eligible rows: the top `remaining` rows by (larger fractional part, then
- * smaller row) are picked by selection instead of a comparator sort, which dominated re-planning
- * time. The order is the same strict total order, so the result is identical; every other case
- * goes to the shared `largestRemainder`. `frac` is scratch (the caller's inflow column, spent by then).
+ * units among many eligible rows: one pass keeps the best `remaining` rows by (larger
+ * fractional part, then smaller row) in a small sorted buffer, instead of sorting every row
+ * with a comparator, which dominated re-planning time. The order is the same strict total
+ * order, so the result is identical; every other case goes to the shared `largestRemainder`.
+ * `frac` is scratch (the caller's inflow column, spent by then); `order` holds the buffer.
  */
 export function roundTree(x: Float64Array, lo: number, hi: number, total: number, out: Int32Array, identity: Int32Array, order: Int32Array, frac: Float64Array): void {
   let floorSum = 0, eligible = 0;
@@ -219,26 +220,23 @@ export function roundTree(x: Float64Array, lo: number, hi: number, total: number
     out[v] = whole;
     floorSum += whole;
     frac[v] = x[v] - whole;
-    if (x[v] > 0) order[lo + eligible++] = v;
+    if (x[v] > 0) eligible++;
   }
   const remaining = total - floorSum;
   if (remaining === 0 || eligible === 0) return;
-  if (remaining < 0 || remaining > eligible || remaining * eligible > 4096) {
+  if (remaining < 0 || remaining > eligible || remaining > 64) {
     largestRemainder(x, identity.subarray(lo, hi), total, out, order.subarray(lo, hi));
     return;
   }
-  const end = lo + eligible;
-  for (let round = 0; round < remaining; round++) {
-    // Move the best of order[lo + round .. end) to position lo + round.
-    let best = lo + round;
-    let bv = order[best], bf = frac[bv];
-    for (let i = best + 1; i < end; i++) {
-      const v = order[i];
-      const f = frac[v];
-      if (f > bf || (f === bf && v < bv)) { best = i; bv = v; bf = f; }
-    }
-    order[best] = order[lo + round];
-    order[lo + round] = bv;
-    out[bv] += 1;
+  // Rows arrive in increasing order, so a row never beats a kept row with an equal fraction.
+  let kept = 0;
+  for (let v = lo; v < hi; v++) {
+    if (!(x[v] > 0)) continue;
+    const f = frac[v];
+    if (kept === remaining && !(f > frac[order[lo + kept - 1]])) continue;
+    let i = kept < remaining ? kept++ : kept - 1;
+    while (i > 0 && f > frac[order[lo + i - 1]]) { order[lo + i] = order[lo + i - 1]; i--; }
+    order[lo + i] = v;
   }
+  for (let i = 0; i < remaining; i++) out[order[lo + i]] += 1;
 }
