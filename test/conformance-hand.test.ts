@@ -174,6 +174,30 @@ describe('allocation with pruning and reflow (alloc-prune.json)', () => {
   }
 });
 
+describe('pruning inside a pruned branch (alloc-nested-prune.json)', () => {
+  // Root group {1, 2, 3} with u = (2, 0, 0), all open: the same numbers as alloc-prune.json,
+  // so w = (0.526688, 0.236656, 0.236656) and both 2 and 3 fall below ρ·w* = 0.263344.
+  // Node 2's group {4, 5, 6} has u = (2, 0, 0) again: 5 and 6 fall below its threshold too.
+  // SPEC §4 prunes "for each group", so 5 and 6 are listed although no mass reaches node 2
+  // (a reading that prunes only where the flow arrives would list [2, 3]).
+  // Flow: x_0 = 16·0.5·I_0 = 4.26666496, node 1 (a live leaf, the only kept child) takes
+  // 11.73333504 → floors 4 + 11, node 1's fraction 0.733 wins the last unit: 0 → 4, 1 → 12.
+  // Depths: ψ_1 = 3·0.526688 = 1.580063 → ⌊6.820⌋ = 6.
+  for (const [label, i] of [['reference', 0], ['CLI', 1]] as const) {
+    it(`${label} matches the hand computation`, () => {
+      const t = bothPlans('alloc-nested-prune.json')[i].trees[0];
+      expect(t.pruned).toEqual([2, 3, 5, 6]);
+      expect(t.allocations).toEqual([{ node: 0, branches: 4, depth: 4 }, { node: 1, branches: 12, depth: 6 }]);
+    });
+  }
+
+  it('leaves scores and groups out without --scores (CLI)', () => {
+    const t = scoreFile(fixture('alloc-nested-prune.json'), DEFAULT_PARAMS, { scores: false }).trees[0];
+    expect(Object.keys(t).sort()).toEqual(['allocations', 'budget', 'id', 'pruned', 'unallocated']);
+    expect(t.pruned).toEqual([2, 3, 5, 6]);
+  });
+});
+
 describe('largest-remainder ties go to the smaller node (alloc-ties.json)', () => {
   // Three featureless siblings: C = 0, w = 1/3 each, I_0 = 0 → x_0 = 0 and x_i = 16/3 = 5.333…
   // Floors 5 + 5 + 5 = 15; three equal fractions, one unit → the smallest index, node 1.
