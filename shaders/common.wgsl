@@ -42,10 +42,19 @@ fn embAt(i: u32) -> f32 {
   return f32(emb[i]);
 }
 
-// 1/‖e‖ of a slot's embedding, or 0 for a zero row (and for dim 0). The row is scaled by its
-// max-abs first so the squares cannot overflow or underflow f32.
+// 1/‖e‖ of a slot's embedding, or 0 for a zero row (and for dim 0). One pass when the plain
+// sum of squares is safely inside the f32 range; otherwise the row is scaled by its max-abs
+// first so the squares cannot overflow or underflow.
 fn rowScale(slot: u32) -> f32 {
   let base = slot * P.stride;
+  var s = 0.0;
+  for (var d = 0u; d < P.dim; d++) {
+    let x = embAt(base + d);
+    s = fma(x, x, s);
+  }
+  if (s > 1e-30 && s < 1e30) {
+    return inverseSqrt(s);
+  }
   var m = 0.0;
   for (var d = 0u; d < P.dim; d++) {
     m = max(m, abs(embAt(base + d)));
@@ -54,12 +63,12 @@ fn rowScale(slot: u32) -> f32 {
     return 0.0;
   }
   let invM = 1.0 / m;
-  var s = 0.0;
+  s = 0.0;
   for (var d = 0u; d < P.dim; d++) {
     let x = embAt(base + d) * invM;
     s = fma(x, x, s);
   }
-  return invM / sqrt(s);
+  return invM * inverseSqrt(s);
 }
 
 // Semantic distance d = ‖ê_i − ê_j‖²/4 in [0, 1]; 0.5 (similarity 0) when either norm is 0.

@@ -119,6 +119,17 @@ export class GpuContext {
     return p;
   }
 
+  private scratch = new ArrayBuffer(0);
+
+  /**
+   * A host buffer of at least `bytes`, reused across calls for packing uploads (valid until
+   * the next call; `queue.writeBuffer` copies it before returning).
+   */
+  hostScratch(bytes: number): ArrayBuffer {
+    if (this.scratch.byteLength < bytes) this.scratch = new ArrayBuffer(bytes);
+    return this.scratch;
+  }
+
   workgroupSize(kernel: KernelName): number {
     return this.workgroupSizes[kernel];
   }
@@ -175,6 +186,7 @@ export class GpuContext {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    this.scratch = new ArrayBuffer(0);
     this.pool.trim();
     this.device.destroy();
   }

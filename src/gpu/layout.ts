@@ -112,18 +112,26 @@ export function writeFeature(out: Float32Array, at: number, reward: number, unce
 }
 
 /** Embedding rows of slots `[s0, s1)`, slot-major; f16 as raw bits in a Uint16Array. */
-export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number, f16: boolean): Float32Array | Uint16Array {
+export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number, f16: boolean, scratch?: (bytes: number) => ArrayBuffer): Float32Array | Uint16Array {
   const { dim, groupChild, embedding } = forest;
+  const alloc = scratch ?? ((bytes: number) => new ArrayBuffer(bytes));
   if (!f16) {
-    const out = new Float32Array(Math.max(1, (s1 - s0) * dim));
-    for (let s = s0; s < s1; s++) {
-      const r = groupChild[s] * dim;
-      out.set(embedding.subarray(r, r + dim), (s - s0) * dim);
+    const n = Math.max(1, (s1 - s0) * dim);
+    const out = new Float32Array(alloc(n * 4), 0, n);
+    // Copy runs of consecutive rows at once (children are often adjacent rows); a subarray per
+    // row costs an allocation each and made this the slowest part of an upload.
+    for (let s = s0; s < s1; ) {
+      const r0 = groupChild[s];
+      let e = s + 1;
+      while (e < s1 && groupChild[e] === r0 + (e - s)) e++;
+      out.set(embedding.subarray(r0 * dim, (r0 + e - s) * dim), (s - s0) * dim);
+      s = e;
     }
     return out;
   }
   const stride = embStride(dim, true);
-  const out = new Uint16Array(Math.max(2, (s1 - s0) * stride));
+  const n = Math.max(2, (s1 - s0) * stride);
+  const out = new Uint16Array(alloc(n * 2), 0, n);
   for (let s = s0; s < s1; s++) writeHalfRow(out, (s - s0) * stride, embedding, groupChild[s] * dim, dim);
   return out;
 }
@@ -187,7 +195,28 @@ export function buildWork(forest: PackedForest, chunk: Chunk, groups: ArrayLike<
     list[at + 3] = i;
     o += k;
   }
-  return { lists: { thread, workgroup }, outSlots: o };
+  return { lists: { thread: sortByK(thread), workgroup }, outSlots: o };
+}
+
+/**
+ * Orders one-invocation-per-group entries by k (stable counting sort), so neighbouring lanes
+ * run loops of the same length instead of waiting on the longest one. Outputs do not move:
+ * every entry carries its own output positions.
+ */
+function sortByK(list: Uint32Array): Uint32Array {
+  const n = list.length / 4;
+  if (n < 2) return list;
+  let maxK = 0;
+  for (let i = 0; i < n; i++) maxK = Math.max(maxK, list[4 * i + 1]);
+  const start = new Int32Array(maxK + 2);
+  for (let i = 0; i < n; i++) start[list[4 * i + 1] + 1]++;
+  for (let k = 1; k <= maxK + 1; k++) start[k] += start[k - 1];
+  const out = new Uint32Array(list.length);
+  for (let i = 0; i < n; i++) {
+    const at = 4 * start[list[4 * i + 1]]++;
+    out.set(list.subarray(4 * i, 4 * i + 4), at);
+  }
+  return out;
 }
 
 function align4(n: number): number {

@@ -321,7 +321,7 @@ function uploadChunkSync(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f1
   const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb');
   const q = ctx.device.queue;
   q.writeBuffer(feat, 0, packFeatureRange(forest, chunk.slotStart, chunk.slotEnd));
-  const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16);
+  const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16, (bytes) => ctx.hostScratch(bytes));
   q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));
   return { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
 }
