@@ -86,6 +86,7 @@ gpuDescribe('GPU device management', () => {
     expect(after.created).toBe(pool.created);
     expect(after.inUseBytes).toBe(0);
     expect(after.idleBytes).toBe(pool.idleBytes);
+    expect(ctx.pendingWaits).toBe(0);
     // Host: a leak of one output set per call would be ≥ 1000 × (5 arrays × nodeCount × 4 B).
     const perCall = 5 * forest.nodeCount * 4;
     expect(heap1.rss - heap0.rss).toBeLessThan(Math.max(64 * 2 ** 20, 0.5 * 1000 * perCall));

@@ -33,6 +33,7 @@ export class GpuContext {
   readonly minStorageOffset: number;
   private readonly pipelines = new Map<string, Promise<GPUComputePipeline>>();
   private lostError: GpuDeviceLostError | undefined;
+  private readonly waiters = new Set<(err: unknown) => void>();
   private destroyed = false;
   /** Settles (never rejects) when the device is lost; every wait races against it. */
   readonly lost: Promise<GpuDeviceLostError>;
@@ -48,8 +49,11 @@ export class GpuContext {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.minStorageOffset = device.limits.minStorageBufferOffsetAlignment;
     this.lost = device.lost.then((info) => {
-      this.lostError = new GpuDeviceLostError(info.reason, info.message);
-      return this.lostError;
+      const err = new GpuDeviceLostError(info.reason, info.message);
+      this.lostError = err;
+      for (const reject of this.waiters) reject(err);
+      this.waiters.clear();
+      return err;
     });
     const storage = (binding: number, type: GPUBufferBindingType): GPUBindGroupLayoutEntry => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } });
     this.layout = device.createBindGroupLayout({
@@ -140,16 +144,27 @@ export class GpuContext {
     if (this.destroyed) throw new GpuDeviceLostError('destroyed', 'the GpuContext was destroyed');
   }
 
+  /** Waits currently raced against device loss (0 when no call is in flight). */
+  get pendingWaits(): number {
+    return this.waiters.size;
+  }
+
   get isLost(): boolean {
     return this.lostError !== undefined || this.destroyed;
   }
 
   /** Awaits `promise`, but fails with the device-lost error instead of hanging if the device goes away. */
-  async race<T>(promise: Promise<T>): Promise<T> {
+  race<T>(promise: Promise<T>): Promise<T> {
     this.checkAlive();
-    const lost = this.lost.then((err) => Promise.reject(err));
-    lost.catch(() => {});
-    return Promise.race([promise, lost]);
+    // A reject callback per pending wait, dropped when it settles: racing against the
+    // long-lived `lost` promise itself would leave one reaction behind per call.
+    return new Promise<T>((resolve, reject) => {
+      this.waiters.add(reject);
+      promise.then(
+        (value) => { this.waiters.delete(reject); resolve(value); },
+        (err: unknown) => { this.waiters.delete(reject); reject(err); },
+      );
+    });
   }
 
   /**

@@ -141,7 +141,7 @@ export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number,
  * [1, 2) — exact in f32 and harmless to cosine similarity — so no row overflows f16 and
  * tiny rows do not flush to zero.
  */
-export function writeHalfRow(out: Uint16Array, at: number, src: Float32Array, from: number, dim: number): void {
+export function writeHalfRow(out: Uint16Array, at: number, src: ArrayLike<number>, from: number, dim: number): void {
   let m = 0;
   for (let d = 0; d < dim; d++) m = Math.max(m, Math.abs(src[from + d]));
   const scale = m > 0 ? 2 ** -Math.floor(Math.log2(m)) : 0;

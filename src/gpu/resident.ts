@@ -2,7 +2,7 @@ import { describeValue, ForestError } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
 import { resolveParams, type ScoreParams, type Scores } from '../score/types.js';
 import type { GpuContext } from './context.js';
-import { loadPipelines, submitChunk, type ChunkInputs, type ChunkOutputs } from './dispatch.js';
+import { loadPipelines, submitChunk, submitTransferOnly, type ChunkInputs, type ChunkOutputs } from './dispatch.js';
 import {
   buildWork, chunkSizes, embBytesPerSlot, embStride, FEAT_BYTES, FEAT_FLOATS, packEmbeddingRange, packFeatureRange, planChunks,
   writeFeature, writeHalfRow, type Chunk, type Route,
@@ -87,7 +87,11 @@ export class ResidentForest {
     const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
     const states: ChunkState[] = [];
     try {
-      for (const chunk of chunks) states.push(await uploadChunk(ctx, forest, chunk, f16));
+      for (const chunk of chunks) {
+        const { state, checked } = uploadChunk(ctx, forest, chunk, f16);
+        if (state) states.push(state);
+        await checked;
+      }
     } catch (err) {
       if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
       throw err;
@@ -133,7 +137,7 @@ export class ResidentForest {
   }
 
   /** Overwrites the embeddings of `rows` on the device from `source` (row-major, `nodeCount × dim`). */
-  writeEmbeddings(rows: ArrayLike<number>, source: Float32Array): void {
+  writeEmbeddings(rows: ArrayLike<number>, source: Float32Array | Float64Array): void {
     this.checkAlive();
     const f = this.forest;
     const dim = f.dim;
@@ -154,7 +158,9 @@ export class ResidentForest {
         writeHalfRow(half, 0, source, row * dim, dim);
         this.ctx.device.queue.writeBuffer(s.emb, offset, half);
       } else {
-        this.ctx.device.queue.writeBuffer(s.emb, offset, source, row * dim, dim);
+        // writeBuffer copies raw bytes, so float64 rows are narrowed to f32 first.
+        const rowData = source.subarray(row * dim, (row + 1) * dim);
+        this.ctx.device.queue.writeBuffer(s.emb, offset, rowData instanceof Float32Array ? rowData : Float32Array.from(rowData));
       }
     }
   }
@@ -253,49 +259,57 @@ export async function scoreStreaming(
   const pipes = await loadPipelines(ctx, f16);
   const states: ChunkState[] = [];
   const pending: Promise<ChunkOutputs>[] = [];
+  const checks: Promise<unknown>[] = [];
   let upload = 0;
   try {
     for (const chunk of chunks) {
       const u0 = performance.now();
-      const state = uploadChunkSync(ctx, forest, chunk, f16);
-      states.push(state);
+      const { state, checked } = uploadChunk(ctx, forest, chunk, f16);
+      checks.push(checked);
+      if (!state) await checked;
+      states.push(state!);
       upload += performance.now() - u0;
-      pending.push(submitWholeChunk(ctx, pipes, forest, state, params, route));
+      pending.push(submitWholeChunk(ctx, pipes, forest, state!, params, route));
     }
     const submittedAt = performance.now();
+    await Promise.all(checks);
     const outputs = await Promise.all(pending);
     const scores = emptyScores(forest, params);
     chunks.forEach((c, i) => scatterChunk(forest, c, outputs[i], scores));
     return { ...scores, timings: finishTimings(t0, upload, submittedAt, outputs) };
   } finally {
-    await Promise.allSettled(pending);
+    await Promise.allSettled([...pending, ...checks]);
     if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
   }
 }
 
 /** Uploads the packed inputs and reads back output-sized buffers, with no compute (docs/GPU.md). */
 export async function transferFloor(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<GpuTimings> {
-  const { submitTransferOnly } = await import('./dispatch.js');
   const f16 = checkF16(ctx, options.f16);
   const t0 = performance.now();
   const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
   const states: ChunkState[] = [];
   const pending: Promise<number>[] = [];
+  const checks: Promise<unknown>[] = [];
   let upload = 0;
   try {
     for (const chunk of chunks) {
       const u0 = performance.now();
-      states.push(uploadChunkSync(ctx, forest, chunk, f16));
+      const { state, checked } = uploadChunk(ctx, forest, chunk, f16);
+      checks.push(checked);
+      if (!state) await checked;
+      states.push(state!);
       upload += performance.now() - u0;
       const sizes = chunkSizes(forest.dim, f16, chunk.slotEnd - chunk.slotStart, chunk.groupEnd - chunk.groupStart);
       pending.push(submitTransferOnly(ctx, sizes.out + sizes.outI));
     }
     const submittedAt = performance.now();
+    await Promise.all(checks);
     await Promise.all(pending);
     const done = performance.now();
     return { upload, kernels: 0, kernelsFrom: 'timestamp-query', wait: done - submittedAt, readback: 0, total: done - t0 };
   } finally {
-    await Promise.allSettled(pending);
+    await Promise.allSettled([...pending, ...checks]);
     if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
   }
 }
@@ -307,23 +321,25 @@ function submitWholeChunk(ctx: GpuContext, pipes: Awaited<ReturnType<typeof load
   return submitChunk(ctx, pipes, s, forest.dim, lists, outSlots, params);
 }
 
-async function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): Promise<ChunkState> {
-  return uploadChunkSync(ctx, forest, chunk, f16);
-}
-
-function uploadChunkSync(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): ChunkState {
+/** Allocates and fills one chunk's input buffers; the promise reports WebGPU errors of the upload. */
+function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): { state: ChunkState | undefined; checked: Promise<unknown> } {
   ctx.checkAlive();
-  const slots = chunk.slotEnd - chunk.slotStart;
-  const sizes = chunkSizes(forest.dim, f16, slots, chunk.groupEnd - chunk.groupStart);
-  const S = GPUBufferUsage;
-  const featBytes = Math.max(FEAT_BYTES, sizes.feat);
-  const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat');
-  const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb');
-  const q = ctx.device.queue;
-  q.writeBuffer(feat, 0, packFeatureRange(forest, chunk.slotStart, chunk.slotEnd));
-  const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16, (bytes) => ctx.hostScratch(bytes));
-  q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));
-  return { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
+  let state: ChunkState | undefined;
+  const checked = ctx.guard('uploading a chunk', () => {
+    const slots = chunk.slotEnd - chunk.slotStart;
+    const sizes = chunkSizes(forest.dim, f16, slots, chunk.groupEnd - chunk.groupStart);
+    const S = GPUBufferUsage;
+    const featBytes = Math.max(FEAT_BYTES, sizes.feat);
+    const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat');
+    const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb');
+    state = { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
+    const q = ctx.device.queue;
+    q.writeBuffer(feat, 0, packFeatureRange(forest, chunk.slotStart, chunk.slotEnd));
+    const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16, (bytes) => ctx.hostScratch(bytes));
+    q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));
+  });
+  checked.catch(() => {}); // awaited by the caller
+  return { state, checked }; // state is undefined only when `checked` rejects
 }
 
 function releaseInputs(ctx: GpuContext, s: ChunkState): void {
