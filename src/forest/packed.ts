@@ -28,8 +28,12 @@ export interface PackedForest {
   readonly uncertainty: Float64Array;
   /** 1 when the episode ended at the node. */
   readonly terminal: Uint8Array;
-  /** Row-major `nodeCount × dim`. */
-  readonly embedding: Float32Array;
+  /**
+   * Row-major `nodeCount × dim`. Forests read from files keep their float64 values so the CPU
+   * reference sees exactly the numbers given; generated forests may use float32. The GPU
+   * converts to f32 (or f16) while uploading.
+   */
+  readonly embedding: Float64Array | Float32Array;
   readonly groupParent: Int32Array;
   /** G+1 offsets into `groupChild`. */
   readonly groupOffset: Int32Array;
@@ -53,7 +57,7 @@ export interface ForestColumns {
   visits: Float64Array;
   uncertainty: Float64Array;
   terminal: Uint8Array;
-  embedding: Float32Array;
+  embedding: Float64Array | Float32Array;
 }
 
 /**
@@ -178,7 +182,7 @@ export function packForest(input: ForestInput): PackedForest {
   const visits = new Float64Array(nodeCount);
   const uncertainty = new Float64Array(nodeCount);
   const terminal = new Uint8Array(nodeCount);
-  const embedding = new Float32Array(nodeCount * dim);
+  const embedding = new Float64Array(nodeCount * dim);
 
   for (let t = 0; t < trees.length; t++) {
     const nodes = trees[t].nodes;
