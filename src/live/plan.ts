@@ -65,7 +65,7 @@ export class LivePlanner {
     const key = `${opts.pruneRatio},${opts.widen},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
     if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
 
-    for (const slot of order) if (store.planDirty[slot]) this.refreshTree(slot);
+    for (const slot of order) if (store.planDirty[slot]) this.refreshTree(slot, opts.pruneRatio);
     if (this.budgets.length < T) {
       const n = Math.max(T, this.budgets.length * 2, 64);
       this.share = new Float64Array(n); this.budgets = new Float64Array(n);
@@ -103,13 +103,42 @@ export class LivePlanner {
     return { options: opts, unallocatedTotal, replanned };
   }
 
-  /** live(v) for the tree's rows, and the mean intensity of its groups with k >= 2. */
-  private refreshTree(slot: number): void {
+  /**
+   * What a tree's plan needs besides its budget: live(v) for every row, the kept/pruned split
+   * of every group, and the intensity statistics of the global budget split. One reverse pass
+   * does liveness and the split together: a row's children come after it, so they are settled
+   * by the time the pass reaches it.
+   */
+  private refreshTree(slot: number, pruneRatio: number): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
-    const { live, terminal, parentRow, childCount, intensity } = s;
-    for (let v = lo; v < hi; v++) live[v] = terminal[v] ? 0 : 1;
-    for (let v = hi - 1; v >= lo; v--) if (live[v] && parentRow[v] >= 0) live[parentRow[v]] = 1;
+    const { live, terminal, childStart, childCount, child, weight, kept, pruned, keptWeight, keptCount, intensity } = s;
+    for (let v = hi - 1; v >= lo; v--) {
+      const k = childCount[v];
+      if (k === 0) { live[v] = terminal[v] ? 0 : 1; continue; }
+      const start = childStart[v], end = start + k;
+      let anyLive = false, wStar = -Infinity;
+      for (let q = start; q < end; q++) {
+        const c = child[q];
+        if (live[c]) { anyLive = true; if (weight[c] > wStar) wStar = weight[c]; }
+      }
+      live[v] = anyLive || !terminal[v] ? 1 : 0;
+      let sum = 0, count = 0;
+      if (wStar === -Infinity) {
+        for (let q = start; q < end; q++) { const c = child[q]; kept[c] = 0; pruned[c] = 0; }
+      } else {
+        const threshold = pruneRatio * wStar;
+        for (let q = start; q < end; q++) {
+          const c = child[q];
+          if (!live[c]) { kept[c] = 0; pruned[c] = 0; continue; }
+          if (weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
+        }
+      }
+      keptWeight[v] = sum;
+      keptCount[v] = count;
+    }
+    kept[lo] = 0; pruned[lo] = 0; // the root is in no group
+    // Summed in group (parent row) order, as allocate does, so the global split matches it bit for bit.
     let sum = 0, count = 0;
     for (let p = lo; p < hi; p++) if (childCount[p] >= 2) { sum += intensity[p]; count++; }
     this.groupSum[slot] = sum;
@@ -143,38 +172,21 @@ export class LivePlanner {
   }
 
   /**
-   * One tree of `allocate`: prune split, mass flow, largest-remainder rounding, depths. Every
-   * output row is written on every call, so nothing needs clearing first.
+   * One tree of `allocate` given its split (`refreshTree`): mass flow and priorities in one
+   * forward pass, largest-remainder rounding, depths. Every output row is written, so
+   * nothing needs clearing first.
    */
   private flowTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
-    const { live, kept, pruned, keptWeight, keptCount, weight, intensity, childStart, childCount, child, terminal, inflow, mass, branches, depth, priority, parentRow } = s;
-    const { pruneRatio, widen } = opts;
-
-    // Split each group's live children into kept and pruned (the root is in no group).
-    kept[lo] = 0; pruned[lo] = 0;
-    for (let p = lo; p < hi; p++) {
-      const k = childCount[p];
-      if (k === 0) continue;
-      const start = childStart[p], end = start + k;
-      let wStar = -Infinity;
-      for (let q = start; q < end; q++) { const c = child[q]; if (live[c] && weight[c] > wStar) wStar = weight[c]; }
-      const threshold = pruneRatio * wStar;
-      let sum = 0, count = 0;
-      for (let q = start; q < end; q++) {
-        const c = child[q];
-        if (!live[c]) { kept[c] = 0; pruned[c] = 0; continue; }
-        if (weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
-      }
-      keptWeight[p] = sum;
-      keptCount[p] = count;
-    }
-
+    const { live, kept, keptWeight, keptCount, weight, intensity, childStart, childCount, child, terminal, inflow, mass, branches, depth, priority, parentRow } = s;
+    const widen = opts.widen;
     const rootLive = live[lo] === 1;
     this.unallocated[slot] = rootLive ? 0 : budget;
     inflow[lo] = rootLive ? budget : 0;
     for (let v = lo; v < hi; v++) {
+      const p = parentRow[v];
+      priority[v] = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
       const m = inflow[v];
       const k = childCount[v];
       let x = m;
@@ -192,11 +204,8 @@ export class LivePlanner {
 
     const { baseDepth, depthGain, minDepth, maxDepth } = opts;
     for (let v = lo; v < hi; v++) {
-      const p = parentRow[v];
-      const psi = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
-      priority[v] = psi;
       if (branches[v] > 0) {
-        const d = Math.floor(baseDepth * Math.pow(psi, depthGain) + 0.5);
+        const d = Math.floor(baseDepth * Math.pow(priority[v], depthGain) + 0.5);
         depth[v] = Math.min(maxDepth, Math.max(minDepth, d));
       } else {
         depth[v] = 0;
