@@ -17,7 +17,7 @@ export function snapshotLive(live: LiveForest): LiveSnapshot {
   for (let t = 0; t < order.length; t++) treeOffset[t + 1] = treeOffset[t] + s.slotSize[order[t]];
   const n = treeOffset[order.length], dim = s.dim;
   const parent = new Int32Array(n), reward = new Float64Array(n), visits = new Float64Array(n), uncertainty = new Float64Array(n);
-  const terminal = new Uint8Array(n), embedding = new Float32Array(n * dim), liveRow = new Int32Array(n);
+  const terminal = new Uint8Array(n), embedding = new Float64Array(n * dim), liveRow = new Int32Array(n);
   for (let t = 0; t < order.length; t++) {
     const start = s.slotStart[order[t]];
     for (let v = 0, i = treeOffset[t]; i < treeOffset[t + 1]; v++, i++) {

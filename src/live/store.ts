@@ -51,7 +51,8 @@ export class LiveStore {
   visits = new Float64Array(0);
   uncertainty = new Float64Array(0);
   terminal = new Uint8Array(0);
-  embedding = new Float32Array(0);
+  /** Row-major `capacity × dim`, float64 like a packed forest read from input (exactly the numbers given). */
+  embedding = new Float64Array(0);
   childStart = new Int32Array(0);
   childCount = new Int32Array(0);
   child = new Int32Array(0);
@@ -471,7 +472,7 @@ export class LiveStore {
     this.visits = f64(this.visits);
     this.uncertainty = f64(this.uncertainty);
     this.terminal = u8(this.terminal);
-    const e = new Float32Array(cap * this.dim); e.set(this.embedding); this.embedding = e;
+    const e = new Float64Array(cap * this.dim); e.set(this.embedding); this.embedding = e;
     this.childStart = i32(this.childStart);
     this.childCount = i32(this.childCount);
     this.child = i32(this.child);
