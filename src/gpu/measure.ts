@@ -34,7 +34,8 @@ async function mapping(): Promise<void> {
   const sizes = [16, 64, 256];
   const cells = new Map<string, number>();
   let adapter = '';
-  // One device at a time: lavapipe aborted with several devices alive in one process.
+  // One device at a time: one run with three devices alive at once aborted inside lavapipe
+  // (std::system_error); small forests on three devices did not reproduce it.
   for (const wg of sizes) {
     const ctx = await GpuContext.create({ workgroupSizes: { score_thread: wg, score_workgroup: wg } });
     adapter = ctx.adapterName;
