@@ -118,7 +118,8 @@ gpuDescribe('GPU device management', () => {
         const rows = [1, 2, 7, forest.treeOffset[3], forest.treeOffset[20] + 5, forest.nodeCount - 1];
         const updated = mutate(forest, rows, 5);
         resident.writeNodeFeatures(rows, updated);
-        resident.writeEmbeddings(rows, updated.embedding);
+        // Float64 sources (live forests keep them) are narrowed to the stored f32.
+        resident.writeEmbeddings(rows, 'maxChunkBytes' in options ? Float64Array.from(updated.embedding) : updated.embedding);
         const groups = resident.groupsOfRows(rows);
         const want = scoreCpu(updated, { alpha: 2, tau: 0.3 });
         const got = await resident.rescore([...groups].reverse().concat(groups[0]), { alpha: 2, tau: 0.3 });
