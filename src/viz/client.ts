@@ -14,7 +14,7 @@ export const CLIENT_SCRIPT = String.raw`(function () {
   var d3 = window.d3;
   var L = data.layout;
   var $ = function (id) { return document.getElementById(id); };
-  var svg = $('view'), viewport = $('viewport'), linkLayer = $('links'), nodeLayer = $('nodes'), labelLayer = $('labels');
+  var area = $('area'), stage = $('stage'), svg = $('view'), viewport = $('viewport'), linkLayer = $('links'), nodeLayer = $('nodes'), labelLayer = $('labels');
   var tip = $('tip');
   var state = { pos: -1, metric: 'weight', k: 1, x: 0, y: 0, tree: null, geo: null };
 
@@ -66,7 +66,7 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     });
     // Deep, narrow trees keep the standard level gap; wide, shallow ones stretch toward the
     // window's shape so a fitted view uses the height as well as the width.
-    var box = svg.getBoundingClientRect();
+    var box = area.getBoundingClientRect();
     var wanted = maxLevel > 0 ? (maxX - minX + 2 * L.dx) * (box.height / Math.max(1, box.width)) / maxLevel : L.dy;
     var dy = Math.max(L.dy, Math.min(2.5 * L.dy, wanted));
     var y = new Float64Array(n);
@@ -96,7 +96,7 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     var html = '';
     Object.keys(batches).sort().forEach(function (key) {
       var parts = key.split(' ');
-      html += '<path class="link ' + parts[0] + '" stroke-width="' + (1 + 0.5 * Number(parts[1])) + '" d="' + batches[key].join('') + '"/>';
+      html += '<path class="link ' + parts[0] + '" style="--w:' + (1 + 0.5 * Number(parts[1])) + 'px" d="' + batches[key].join('') + '"/>';
     });
     linkLayer.innerHTML = html;
 
@@ -187,24 +187,45 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     document.body.setAttribute('data-nodes', String(tree.cols.parent.length));
   }
 
-  // Pan and zoom: state.k, state.x, state.y map tree units to screen pixels; one write per frame.
-  var frame = 0;
+  // Pan and zoom: state.k, state.x, state.y map tree units to screen pixels. While the view
+  // moves, only the CSS transform of #stage (its own compositor layer) changes, so a frame costs
+  // no repaint of the tree however big it is; once the view rests for a moment the transform is
+  // committed into the SVG and the tree is painted sharp at the new scale.
+  var frame = 0, settle = 0, shown = { k: 1, x: 0, y: 0 }, nodeStep = NaN;
   function schedule() { if (!frame) frame = requestAnimationFrame(applyView); }
   function applyView() {
     frame = 0;
+    var s = state.k / shown.k;
+    stage.style.transform = 'translate(' + (state.x - s * shown.x) + 'px,' + (state.y - s * shown.y) + 'px) scale(' + s + ')';
+    clearTimeout(settle);
+    settle = setTimeout(commitView, 140);
+  }
+  function commitView() {
+    clearTimeout(settle);
+    if (frame) { cancelAnimationFrame(frame); frame = 0; }
+    shown = { k: state.k, x: state.x, y: state.y };
     viewport.setAttribute('transform', 'translate(' + state.x + ',' + state.y + ') scale(' + state.k + ')');
-    svg.style.setProperty('--k', String(state.k));
+    linkLayer.style.setProperty('--k', String(state.k));
+    labelLayer.style.setProperty('--k', String(state.k));
+    var step = Math.round(Math.log2(state.k));
+    if (step !== nodeStep) {
+      nodeStep = step;
+      var grow = Math.min(64, Math.max(1, Math.pow(2, Math.ceil(Math.log2(0.5 / state.k)))));
+      nodeLayer.style.setProperty('--grow', String(grow));
+      nodeLayer.style.setProperty('--sw', (Math.pow(2, -step) / grow) + 'px');
+    }
     svg.classList.toggle('far', L.dx * state.k < 26);
+    stage.style.transform = '';
   }
   function fit() {
-    var g = state.geo, box = svg.getBoundingClientRect(), m = 36;
+    var g = state.geo, box = area.getBoundingClientRect(), m = 36;
     var w = g.maxX - g.minX + 2 * L.dx, h = g.maxY + 2 * L.dx;
     var k = Math.min((box.width - 2 * m) / w, (box.height - 2 * m - 24) / h, 2);
     state.kMin = Math.min(k / 4, 0.05);
     state.k = k;
     state.x = box.width / 2 - k * (g.minX + g.maxX) / 2;
     state.y = (box.height + 24) / 2 - k * g.maxY / 2;
-    schedule();
+    commitView();
   }
   function zoomAt(px, py, factor) {
     var k = Math.max(state.kMin || 0.01, Math.min(12, state.k * factor));
@@ -214,29 +235,31 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     state.k = k;
     schedule();
   }
-  function local(e) { var b = svg.getBoundingClientRect(); return [e.clientX - b.left, e.clientY - b.top]; }
-  svg.addEventListener('wheel', function (e) {
+  function local(e) { var b = area.getBoundingClientRect(); return [e.clientX - b.left, e.clientY - b.top]; }
+  function onPanel(e) { return e.target && e.target.closest && e.target.closest('.panel'); }
+  area.addEventListener('wheel', function (e) {
+    if (onPanel(e)) return;
     e.preventDefault();
     var p = local(e), unit = e.deltaMode === 1 ? 0.05 : e.deltaMode === 2 ? 1 : 0.0015;
     zoomAt(p[0], p[1], Math.exp(-e.deltaY * unit));
   }, { passive: false });
   var drag = null;
-  svg.addEventListener('pointerdown', function (e) {
-    if (e.button !== 0) return;
+  area.addEventListener('pointerdown', function (e) {
+    if (e.button !== 0 || onPanel(e)) return;
     drag = { id: e.pointerId, sx: e.clientX, sy: e.clientY, x: state.x, y: state.y, moved: false };
   });
   window.addEventListener('pointermove', function (e) {
     if (!drag || e.pointerId !== drag.id) return;
     var dx = e.clientX - drag.sx, dy = e.clientY - drag.sy;
     if (!drag.moved && dx * dx + dy * dy < 9) return;
-    if (!drag.moved) { drag.moved = true; svg.classList.add('dragging'); hideTip(); }
+    if (!drag.moved) { drag.moved = true; area.classList.add('dragging'); hideTip(); }
     state.x = drag.x + dx; state.y = drag.y + dy;
     schedule();
   });
-  function endDrag(e) { if (drag && e.pointerId === drag.id) { drag = null; svg.classList.remove('dragging'); } }
+  function endDrag(e) { if (drag && e.pointerId === drag.id) { drag = null; area.classList.remove('dragging'); } }
   window.addEventListener('pointerup', endDrag);
   window.addEventListener('pointercancel', endDrag);
-  svg.addEventListener('dblclick', function (e) { var p = local(e); zoomAt(p[0], p[1], e.shiftKey ? 0.5 : 2); });
+  area.addEventListener('dblclick', function (e) { if (onPanel(e)) return; var p = local(e); zoomAt(p[0], p[1], e.shiftKey ? 0.5 : 2); });
 
   // Tooltip: every number of the hovered node.
   var hovered = null;
@@ -312,8 +335,8 @@ export const CLIENT_SCRIPT = String.raw`(function () {
   $('prev').addEventListener('click', function () { show(state.pos - 1); });
   $('next').addEventListener('click', function () { show(state.pos + 1); });
   $('fit').addEventListener('click', fit);
-  $('zoom-in').addEventListener('click', function () { var b = svg.getBoundingClientRect(); zoomAt(b.width / 2, b.height / 2, 1.5); });
-  $('zoom-out').addEventListener('click', function () { var b = svg.getBoundingClientRect(); zoomAt(b.width / 2, b.height / 2, 1 / 1.5); });
+  $('zoom-in').addEventListener('click', function () { var b = area.getBoundingClientRect(); zoomAt(b.width / 2, b.height / 2, 1.5); });
+  $('zoom-out').addEventListener('click', function () { var b = area.getBoundingClientRect(); zoomAt(b.width / 2, b.height / 2, 1 / 1.5); });
   Array.prototype.forEach.call(document.querySelectorAll('input[name="metric"]'), function (input) {
     input.addEventListener('change', function () { if (input.checked) { state.metric = input.value; recolor(); } });
   });
@@ -323,15 +346,15 @@ export const CLIENT_SCRIPT = String.raw`(function () {
   }
   window.addEventListener('keydown', function (e) {
     if (e.target && (e.target.tagName === 'SELECT' || e.target.tagName === 'INPUT') && e.key !== 'Escape') return;
-    var b = svg.getBoundingClientRect(), step = 80;
+    var b = area.getBoundingClientRect(), step = 80;
     switch (e.key) {
       case '+': case '=': zoomAt(b.width / 2, b.height / 2, 1.5); break;
       case '-': case '_': zoomAt(b.width / 2, b.height / 2, 1 / 1.5); break;
       case '0': fit(); break;
-      case 'ArrowLeft': state.x += step; schedule(); break;
-      case 'ArrowRight': state.x -= step; schedule(); break;
-      case 'ArrowUp': state.y += step; schedule(); break;
-      case 'ArrowDown': state.y -= step; schedule(); break;
+      case 'ArrowLeft': panBy(step, 0); break;
+      case 'ArrowRight': panBy(-step, 0); break;
+      case 'ArrowUp': panBy(0, step); break;
+      case 'ArrowDown': panBy(0, -step); break;
       case '[': show(state.pos - 1); break;
       case ']': show(state.pos + 1); break;
       case 'w': setMetric('weight'); break;
@@ -351,6 +374,8 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     data.trees.forEach(function (tree, i) { if (tree.id === wanted) start = i; });
   }
   show(start);
-  window.traceAllocView = { show: show, setMetric: setMetric, state: state, zoomAt: zoomAt, fit: fit };
+  function panBy(dx, dy) { state.x += dx; state.y += dy; schedule(); }
+  // For scripted checks (tests, the frame benchmark) and the browser console.
+  window.traceAllocView = { show: show, setMetric: setMetric, state: state, zoomAt: zoomAt, panBy: panBy, fit: fit, commit: commitView };
 })();
 `;

@@ -76,10 +76,10 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
   <div class="group"><button id="zoom-out" title="zoom out (key -)">\u2212</button><button id="fit" title="fit the tree (key 0)">fit</button><button id="zoom-in" title="zoom in (key +)">+</button></div>
   <div id="stats"></div>
 </header>
-<main>
-  <svg id="view" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="rollout tree">
+<main id="area">
+  <div id="stage"><svg id="view" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="rollout tree">
     <g id="viewport"><g id="links"></g><g id="nodes"></g><g id="labels"></g></g>
-  </svg>
+  </svg></div>
   <div class="panel" id="legend">
     <div id="legend-title"></div>
     <div id="legend-bar"></div>

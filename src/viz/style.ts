@@ -21,18 +21,28 @@ button:disabled { opacity: 0.4; cursor: default; }
 .seg label:has(input:checked) { background: var(--accent); color: #fff; }
 #stats { display: flex; flex-wrap: wrap; gap: 4px 14px; color: var(--muted); font-size: 12px; }
 #stats b { color: var(--ink); font-weight: 600; font-variant-numeric: tabular-nums; }
-main { position: relative; flex: 1; min-height: 0; }
-#view { position: absolute; inset: 0; width: 100%; height: 100%; cursor: grab; touch-action: none; --k: 1; }
-#view.dragging { cursor: grabbing; }
-.link { fill: none; stroke-linecap: round; vector-effect: non-scaling-stroke; }
+main { position: relative; flex: 1; min-height: 0; overflow: hidden; cursor: grab; touch-action: none; }
+main.dragging { cursor: grabbing; }
+#stage { position: absolute; inset: 0; transform-origin: 0 0; will-change: transform; }
+#view { width: 100%; height: 100%; overflow: visible; }
+#links, #labels { --k: 1; }
+/* Link widths are screen pixels divided by the zoom; each path carries its width class in --w.
+   Butt caps: round caps on thousands of sub-paths roughly doubled the repaint (bench/viz-frames.ts). */
+.link { fill: none; stroke-linecap: butt; stroke-width: calc(var(--w) / var(--k)); }
 .link.idle { stroke: #a3acb9; }
 .link.flow { stroke: #34507a; }
 .link.pruned { stroke: #d4d7dc; stroke-dasharray: 4 3; }
-.node { stroke: #3a3f47; stroke-width: 1; vector-effect: non-scaling-stroke; cursor: pointer; }
-.node.root { stroke-width: 2; }
+/* Node outlines and sizes change in steps (--sw, --grow on #nodes, set when the zoom crosses a
+   power of two), not with every zoom: restyling thousands of nodes per zoom tripled the repaint.
+   Zoomed far out, nodes grow (2, 4, … 64×) to keep about a 2.5 px screen radius, so a big tree
+   still reads as a heatmap. */
+#nodes { --sw: 1px; --grow: 1; }
+.node { stroke: #3a3f47; stroke-width: var(--sw); cursor: pointer;
+  transform-box: fill-box; transform-origin: center; transform: scale(var(--grow)); }
+.node.root { stroke-width: calc(2 * var(--sw)); }
 .node.pruned { stroke: #aeb3ba; opacity: 0.75; }
-.node.hover { stroke: var(--accent); stroke-width: 3; }
-#labels text { font-size: calc(11px / var(--k)); paint-order: stroke; stroke: #fff; stroke-width: calc(3px / var(--k));
+.node.hover { stroke: var(--accent); stroke-width: calc(3 * var(--sw)); }
+#labels text { font-size: calc(11px / var(--k)); paint-order: stroke; stroke: #fff; stroke-width: calc(5px / var(--k));
   stroke-linejoin: round; text-anchor: middle; pointer-events: none; font-variant-numeric: tabular-nums; }
 /* Offsets: the node radius (5 tree units, scaled) plus a constant screen gap. */
 #labels .ilabel { fill: #6b3a12; transform: translateY(calc(5px + 13px / var(--k))); }
@@ -41,7 +51,7 @@ main { position: relative; flex: 1; min-height: 0; }
 #labels .badge { fill: var(--accent); font-weight: 700; }
 #view.far #labels .ilabel { display: none; }
 .panel { position: absolute; background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
-  box-shadow: 0 1px 4px rgba(0,0,0,0.08); padding: 8px 10px; font-size: 12px; }
+  box-shadow: 0 1px 4px rgba(0,0,0,0.08); padding: 8px 10px; font-size: 12px; cursor: default; }
 #legend { left: 12px; bottom: 12px; width: 270px; }
 #legend-title { font-weight: 600; margin-bottom: 4px; }
 #legend-bar { height: 10px; border-radius: 3px; border: 1px solid #d0d4da; }
