@@ -62,6 +62,20 @@ const PARAMS = DEFAULT_PARAMS;
 interface Case {
   path: PathId;
   fn: () => unknown;
+  /** Wall time of the path's first (untimed) call, to pick the sample count. */
+  firstMs: number;
+}
+
+function timed<T>(f: () => T): [T, number] {
+  const t0 = performance.now();
+  const r = f();
+  return [r, performance.now() - t0];
+}
+
+async function timedAsync<T>(f: () => Promise<T>): Promise<[T, number]> {
+  const t0 = performance.now();
+  const r = await f();
+  return [r, performance.now() - t0];
 }
 
 function figureFromBenny(r: CaseResult): Figure {
@@ -69,9 +83,13 @@ function figureFromBenny(r: CaseResult): Figure {
   return summarise(r.details.sampleResults.map((s) => s * 1000), 'benny');
 }
 
-/** Quick mode keeps the biggest batch to 3 samples per case: its calls take seconds each. */
-function samplingFor(w: Workload, s: { minSamples: number; maxTime: number; quick: boolean }): { minSamples: number; maxTime: number } {
-  return s.quick && w.trees * w.dim >= 16384 * 128 ? { minSamples: 3, maxTime: s.maxTime } : { minSamples: s.minSamples, maxTime: s.maxTime };
+/**
+ * Quick mode samples a case 3 times instead of 5 when one call takes over 0.4 s (the biggest
+ * batches and the slow paths on them), judged from the untimed first call each path makes
+ * for its check.
+ */
+function samplesFor(firstCallMs: number, s: { minSamples: number; quick: boolean }): number {
+  return s.quick && firstCallMs > 400 ? 3 : s.minSamples;
 }
 
 function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
@@ -92,16 +110,17 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
   const t0 = performance.now();
   const key = forestKey(w);
   if (cachedForest?.key !== key) {
+    const previous = cachedForest;
     cachedForest = undefined; // let the previous batch go before generating the next one
-    cachedForest = { key, forest: buildForest(w) };
+    cachedForest = { key, forest: buildForest(w, previous) };
   }
   const forest: PackedForest = cachedForest.forest;
   const generateMs = performance.now() - t0;
   const cpu = new CpuScorer();
-  const ref = cpu.scoreSync(forest, PARAMS);
+  const [ref, cpuFirstMs] = timed(() => cpu.scoreSync(forest, PARAMS));
   const res: WorkloadResult = { ...w, nodes: forest.nodeCount, groups: forest.groupCount, packedBytes: packedBytes(forest), generateMs, peakRssMiB: 0, figures: {}, checks: {}, skipped: {} };
-  const cases: Case[] = [{ path: 'cpu', fn: () => cpu.scoreSync(forest, PARAMS) }];
-  if (w.allocate) cases.push({ path: 'cpu+allocate', fn: () => allocate(forest, cpu.scoreSync(forest, PARAMS)) });
+  const cases: Case[] = [{ path: 'cpu', fn: () => cpu.scoreSync(forest, PARAMS), firstMs: cpuFirstMs }];
+  if (w.allocate) cases.push({ path: 'cpu+allocate', fn: () => allocate(forest, cpu.scoreSync(forest, PARAMS)), firstMs: cpuFirstMs });
 
   // GPU paths: checked once (that call also compiles the pipelines), then timed.
   const gpuTimings: GpuTimings[] = [];
@@ -113,13 +132,13 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
     res.skipped.gpu = 'the adapter has no shader-f16';
   } else {
     try {
-      const first = await gpu.score(forest, PARAMS, f16);
+      const [first, gpuMs] = await timedAsync(() => gpu.score(forest, PARAMS, f16));
       res.checks.gpu = checkAgainstReference(forest, ref, first.scores);
       if (res.checks.gpu.ok || f16) {
         // f16 embeddings round the inputs, so they are held to the check but timed regardless; the check's figure is reported.
-        cases.push({ path: 'gpu', fn: async () => { gpuTimings.push((await gpu.score(forest, PARAMS, f16)).timings); } });
-        if (w.allocate) cases.push({ path: 'gpu+allocate', fn: async () => { allocate(forest, (await gpu.score(forest, PARAMS, f16)).scores); } });
-        cases.push({ path: 'floor', fn: async () => { await gpu.transferFloor(forest, f16); } });
+        cases.push({ path: 'gpu', fn: async () => { gpuTimings.push((await gpu.score(forest, PARAMS, f16)).timings); }, firstMs: gpuMs });
+        if (w.allocate) cases.push({ path: 'gpu+allocate', fn: async () => { allocate(forest, (await gpu.score(forest, PARAMS, f16)).scores); }, firstMs: gpuMs });
+        cases.push({ path: 'floor', fn: async () => { await gpu.transferFloor(forest, f16); }, firstMs: gpuMs });
       }
     } catch (err) {
       res.skipped.gpu = `GPU scoring failed: ${(err as Error).message}`;
@@ -128,20 +147,21 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
 
   if (w.peers) {
     const { roots, byRow } = toNested(forest);
-    scoreNaive(roots, PARAMS.alpha, PARAMS.tau);
+    const [, naiveMs] = timed(() => scoreNaive(roots, PARAMS.alpha, PARAMS.tau));
     res.checks.naive = checkAgainstReference(forest, ref, naiveToArrays(forest, byRow));
-    if (res.checks.naive.ok) cases.push({ path: 'naive', fn: () => scoreNaive(roots, PARAMS.alpha, PARAMS.tau) });
+    if (res.checks.naive.ok) cases.push({ path: 'naive', fn: () => scoreNaive(roots, PARAMS.alpha, PARAMS.tau), firstMs: naiveMs });
     if (ctx.tfjs) {
-      res.checks.tfjs = checkAgainstReference(forest, ref, scoreTfjs(forest, PARAMS.alpha, PARAMS.tau));
-      if (res.checks.tfjs.ok) cases.push({ path: 'tfjs', fn: () => scoreTfjs(forest, PARAMS.alpha, PARAMS.tau) });
+      const [tf, tfMs] = timed(() => scoreTfjs(forest, PARAMS.alpha, PARAMS.tau));
+      res.checks.tfjs = checkAgainstReference(forest, ref, tf);
+      if (res.checks.tfjs.ok) cases.push({ path: 'tfjs', fn: () => scoreTfjs(forest, PARAMS.alpha, PARAMS.tau), firstMs: tfMs });
     } else res.skipped.tfjs = ctx.tfjsNote;
   }
 
-  const sampling = samplingFor(w, ctx.sampling);
   const summary: Summary = await b.suite(
     `${w.id} (${w.label})`,
-    b.configure({ cases: { minSamples: sampling.minSamples, maxTime: sampling.maxTime } }),
-    ...cases.map((c) => b.add(PATH_LABEL[c.path], c.fn)),
+    b.configure({ cases: { minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime } }),
+    // A sync case is handed over as a factory so benny's type probe does not run it an extra time.
+    ...cases.map((c) => b.add(PATH_LABEL[c.path], c.fn.constructor.name === 'AsyncFunction' ? c.fn : () => c.fn, { minSamples: samplesFor(c.firstMs, ctx.sampling) })),
     b.cycle((r: CaseResult) => `  ${r.name}: ${formatNumber(r.details.mean * 1000)} ms ± ${r.margin} % (${r.samples} samples)`),
   );
   cases.forEach((c, i) => {
@@ -149,7 +169,8 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
     if (r && r.completed) res.figures[c.path] = figureFromBenny(r);
     else res.skipped[c.path] = 'benchmark did not complete';
   });
-  const bd = breakdown(gpuTimings.slice(1));
+  // The breakdown comes from the calls Benchmark.js kept as samples (its last ones), not from its probe and calibration calls.
+  const bd = breakdown(gpuTimings.slice(-(res.figures.gpu?.samples ?? 0) || gpuTimings.length));
   if (bd) {
     res.gpuBreakdown = bd;
     if (bd.kernels) res.figures['gpu-kernels'] = bd.kernels;
@@ -160,7 +181,7 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
   if (w.peers) {
     if (ctx.numpy) {
       try {
-        const run = runNumpy(forest, { ...PARAMS, ...sampling });
+        const run = runNumpy(forest, { ...PARAMS, minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime, fewSamplesAboveMs: ctx.sampling.quick ? 400 : undefined });
         res.checks.numpy = checkAgainstReference(forest, ref, run.outputs);
         if (res.checks.numpy.ok) res.figures.numpy = summarise(run.samplesMs.slice(1), 'python');
         console.log(`  ${PATH_LABEL.numpy}: ${formatNumber(res.figures.numpy?.meanMs ?? Number.NaN)} ms (${run.samplesMs.length - 1} samples, timed in Python)`);

@@ -10,15 +10,15 @@ import { Rng } from '../src/util/random.js';
 
 /**
  * Near-duplicate siblings whose feedback difference is as small as their semantic distance
- * (~1e-5): c is then most sensitive to d, and 1 − cos computed in float32 misses the SPEC
+ * (~1e-5): c is then most sensitive to both, and 1 − cos or |u_i − u_j| computed in float32 miss the SPEC
  * tolerance. A peer taking that shortcut fails here.
  */
-function nearDuplicates(): ReturnType<typeof packForest> {
+function nearDuplicates(u0: number, uStep: number, noise: number): ReturnType<typeof packForest> {
   const rng = new Rng(99);
   const dim = 128;
   const trees = Array.from({ length: 20 }, (_, t) => {
     const base = Array.from({ length: dim }, () => rng.normal());
-    const child = (i: number) => ({ parent: 0, visits: 3, reward: 0.5, uncertainty: 0.3 + i * 2e-5 * (1 + (t % 3)), embedding: base.map((x) => x + rng.normal() * 0.01) });
+    const child = (i: number) => ({ parent: 0, visits: 3, reward: 0.5, uncertainty: u0 + i * uStep * (1 + (t % 3)), embedding: base.map((x) => x + rng.normal() * noise) });
     return { nodes: [{ embedding: base }, child(0), child(1), child(2)] };
   });
   return packForest({ dim, trees });
@@ -31,7 +31,10 @@ const forests = {
   regular: generateRegularForest({ trees: 6, branching: 3, depth: 2, dim: 16, seed: 3, contestRate: 0.8 }),
   // Every fork contested: near-duplicate siblings, where the float32 Gram-matrix shortcut fails the tolerance.
   contested: generateRegularForest({ trees: 300, branching: 4, depth: 2, dim: 64, seed: 5, contestRate: 1 }),
-  nearDuplicates: nearDuplicates(),
+  // the float32 Gram-matrix shortcut (1 − cos) fails this one …
+  nearDuplicates: nearDuplicates(0.3, 2e-5, 0.01),
+  // … and float32 differences of nearly equal uncertainties fail this one.
+  nearDuplicatesCloseU: nearDuplicates(0.9, 5e-6, 0.005),
   dim0: generateForest({ trees: 5, dim: 0, seed: 11, minNodes: 3, maxNodes: 20 }),
 };
 const params = { alpha: 0.7, tau: 0.3 };

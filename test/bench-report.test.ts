@@ -111,3 +111,20 @@ describe('report rendering', () => {
     expect(md).not.toContain('CPU-emulated');
   });
 });
+
+describe('tiled batches', () => {
+  it('repeat the trees (renamed) so scores repeat too', async () => {
+    const { tileForest } = await import('../bench/workloads.js');
+    const { generateRegularForest } = await import('../src/synth/generate.js');
+    const { scoreCpu } = await import('../src/score/cpu.js');
+    const f = generateRegularForest({ trees: 3, branching: 3, depth: 2, dim: 4, seed: 2 });
+    const t = tileForest(f, 2);
+    expect(t.treeCount).toBe(6);
+    expect(t.groupCount).toBe(2 * f.groupCount);
+    expect(t.treeIds.slice(0, 4)).toEqual(['t0#0', 't1#0', 't2#0', 't0#1']);
+    const a = scoreCpu(f);
+    const b = scoreCpu(t);
+    expect(Array.from(b.weight)).toEqual([...a.weight, ...a.weight]);
+    expect(Array.from(b.intensity)).toEqual([...a.intensity, ...a.intensity]);
+  });
+});

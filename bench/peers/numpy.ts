@@ -42,10 +42,13 @@ function readF64(dir: string, name: string): Float64Array {
  * Hands the packed forest to numpy_peer.py, which scores it once (outputs come back for the
  * check) and then times itself. Little-endian raw arrays: this machine and numpy agree on it.
  */
-export function runNumpy(forest: PackedForest, o: { alpha: number; tau: number; minSamples: number; maxTime: number; python?: string }): NumpyRun {
+export function runNumpy(
+  forest: PackedForest,
+  o: { alpha: number; tau: number; minSamples: number; maxTime: number; python?: string; /** Take 3 samples when the first call is slower than this. */ fewSamplesAboveMs?: number },
+): NumpyRun {
   const dir = mkdtempSync(path.join(tmpdir(), 'trace-bench-numpy-'));
   try {
-    writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ nodeCount: forest.nodeCount, dim: forest.dim, alpha: o.alpha, tau: o.tau, minSamples: o.minSamples, maxTime: o.maxTime }));
+    writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ nodeCount: forest.nodeCount, dim: forest.dim, embeddingDtype: forest.embedding instanceof Float64Array ? '<f8' : '<f4', alpha: o.alpha, tau: o.tau, minSamples: o.minSamples, maxTime: o.maxTime, fewSamplesAboveMs: o.fewSamplesAboveMs ?? null }));
     writeArray(dir, 'embedding', forest.embedding);
     writeArray(dir, 'reward', forest.reward);
     writeArray(dir, 'visits', forest.visits);

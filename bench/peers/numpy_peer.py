@@ -65,14 +65,19 @@ def main(folder):
     with open(f"{folder}/meta.json") as f:
         meta = json.load(f)
     load = lambda name, dtype: np.fromfile(f"{folder}/{name}.bin", dtype=dtype)
-    emb = load("embedding", "<f4").reshape(meta["nodeCount"], meta["dim"])
+    emb = load("embedding", meta.get("embeddingDtype", "<f4")).reshape(meta["nodeCount"], meta["dim"])
     args = (emb, load("reward", "<f8"), load("visits", "<f8"), load("uncertainty", "<f8"), load("groupOffset", "<i4"), load("groupChild", "<i4"), meta["alpha"], meta["tau"])
+    t0 = time.perf_counter()
     outs = score(*args)
+    first_ms = (time.perf_counter() - t0) * 1000
+    min_samples = meta["minSamples"]
+    if meta.get("fewSamplesAboveMs") is not None and first_ms > meta["fewSamplesAboveMs"]:
+        min_samples = min(min_samples, 3)
     for name, arr in zip(["contrast", "weight", "gradAlpha", "gradTau", "intensity"], outs):
         arr.astype("<f8").tofile(f"{folder}/out-{name}.bin")
     samples = []
     start = time.perf_counter()
-    while len(samples) < meta["minSamples"] or (time.perf_counter() - start < meta["maxTime"] and len(samples) < 1000):
+    while len(samples) < min_samples or (time.perf_counter() - start < meta["maxTime"] and len(samples) < 1000):
         t0 = time.perf_counter()
         score(*args)
         samples.append((time.perf_counter() - t0) * 1000)

@@ -67,11 +67,16 @@ export function scoreTfjs(forest: PackedForest, alpha = 1, tau = 0.5): { contras
       const r = new Float32Array(G * k);
       const seen = new Float32Array(G * k);
       const u = new Float32Array(G * k);
+      // Rewards and uncertainties relative to the group's first child, subtracted in float64:
+      // only differences matter, and float32 keeps small differences of nearly equal values
+      // this way (|u_i − u_j| of two uncertainties near 0.8 loses ~1e-7 absolute otherwise,
+      // enough to miss the 1e-4 tolerance on contrast for near-duplicate siblings).
       rows.forEach((row, i) => {
+        const first = rows[i - (i % k)] as number;
         if (dim > 0) e.set(embedding.subarray(row * dim, (row + 1) * dim), i * dim);
-        r[i] = reward[row] as number;
+        r[i] = (reward[row] as number) - (reward[first] as number);
         seen[i] = (visits[row] as number) > 0 ? 1 : 0;
-        u[i] = uncertainty[row] as number;
+        u[i] = (uncertainty[row] as number) - (uncertainty[first] as number);
       });
       const [C, w, gA, gB, I] = tf.tidy(() => {
         let dist: tf.Tensor;
