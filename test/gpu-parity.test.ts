@@ -169,6 +169,16 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     await check(dim0, { alpha: 2, tau: 0.1 });
   });
 
+  it('handles forests with no groups at all (no trees, only roots)', async () => {
+    const empty = forestOf(4, [], () => ({}), new Float32Array(0));
+    const roots = forestOf(2, [[-1], [-1]], () => ({ visits: 1 }), Float32Array.of(1, 2, 3, 4));
+    for (const forest of [empty, roots]) {
+      const { gpu } = await check(forest, { alpha: 1, tau: 0.5 });
+      expect(Array.from(gpu.weight)).toEqual(new Array(forest.nodeCount).fill(1));
+      expect(gpu.intensity.length).toBe(0);
+    }
+  });
+
   it('handles huge groups (k = 1100, dim 48) on both kernels', async () => {
     const k = 1100, dim = 48;
     const rng = new Rng(7);

@@ -164,8 +164,16 @@ export type Route = 'auto' | 'thread' | 'workgroup';
  */
 export const THREAD_KERNEL_MAX_K = 256;
 
-export function routeToThread(k: number, route: Route): boolean {
-  return route === 'thread' || (route === 'auto' && k <= THREAD_KERNEL_MAX_K);
+/**
+ * …and only while one invocation's work, ~k²·dim, stays small: a single lane grinding
+ * through a 256-child group at dim 4096 would take long enough on a discrete GPU to risk the
+ * driver's watchdog, where a workgroup splits it 64 ways.
+ */
+export const THREAD_KERNEL_MAX_WORK = 2 ** 24;
+
+export function routeToThread(k: number, route: Route, dim = 1): boolean {
+  if (route !== 'auto') return route === 'thread';
+  return k <= THREAD_KERNEL_MAX_K && k * k * Math.max(1, dim) <= THREAD_KERNEL_MAX_WORK;
 }
 
 /**
@@ -178,7 +186,7 @@ export function buildWork(forest: PackedForest, chunk: Chunk, groups: ArrayLike<
   let nThread = 0;
   for (let i = 0; i < groups.length; i++) {
     const g = groups[i];
-    if (routeToThread(groupOffset[g + 1] - groupOffset[g], route)) nThread++;
+    if (routeToThread(groupOffset[g + 1] - groupOffset[g], route, forest.dim)) nThread++;
   }
   const thread = new Uint32Array(nThread * 4);
   const workgroup = new Uint32Array((groups.length - nThread) * 4);
@@ -187,7 +195,7 @@ export function buildWork(forest: PackedForest, chunk: Chunk, groups: ArrayLike<
     const g = groups[i];
     const first = groupOffset[g];
     const k = groupOffset[g + 1] - first;
-    const list = routeToThread(k, route) ? thread : workgroup;
+    const list = routeToThread(k, route, forest.dim) ? thread : workgroup;
     const at = list === thread ? t++ * 4 : w++ * 4;
     list[at] = first - chunk.slotStart;
     list[at + 1] = k;
