@@ -4,9 +4,8 @@
  * against their own implementation). Each fast-check run writes one forest of several trees
  * (JSON or JSON Lines) and spawns the CLI once, so the spawn count stays at NUM_RUNS.
  *
- * Inputs are float32-representable (every number here comes from `fc.float` or small
- * constants): the packed layout stores embeddings as float32, and the question asked here is
- * whether the CLI computes the spec, not how it quantizes. `conformance-precision.test.ts`
+ * Inputs are float32-representable (every number comes from `fc.float` or small constants),
+ * so the same forests stay meaningful for a float32 backend; `conformance-precision.test.ts`
  * covers float64 inputs on purpose.
  *
  * Reproduce a failure with CONFORMANCE_SEED=<seed> (printed by fast-check); the failing forest

@@ -5,7 +5,7 @@
  * with no packing, no shared code with src/, and no attempt at speed.
  *
  * Besides the §5 plan it reports where its own decisions sit within 1e-9 of a boundary
- * (a prune threshold, a largest-remainder cut, a depth rounding edge, an integer floor):
+ * (a prune threshold, a largest-remainder cut, a depth rounding edge):
  * only there may a correct implementation that rounds differently decide the other way.
  */
 
