@@ -1,6 +1,6 @@
 // The simulated evaluation (issue 5): every allocator on every environment at equal budget.
-// `npx tsx eval/run.ts [--quick] [--out DIR]` writes JSON results, SVG charts and a Markdown
-// table into eval/results/. Progress goes to stderr.
+// `npx tsx eval/run.ts [--quick] [--out DIR] [--env a,b]` writes JSON results, SVG charts and a
+// Markdown table into eval/results/ (quick: eval/results/quick/). Progress goes to stderr.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { barChart, lineChart, markdownTable, type Series } from '../report/svg.js';
@@ -9,19 +9,30 @@ import { ENVS, type EnvName } from './envs/index.js';
 import { meanCi, type Interval } from './stats.js';
 import { train, type TrainConfig, type TrainResult } from './train.js';
 
-interface Profile { name: 'quick' | 'full'; seeds: number; steps: number; budgetPerStep: number; prompts: number; evalEvery: number; evalEpisodes: number; finalEpisodes: number }
+interface Profile { name: 'quick' | 'full'; seeds: number; budgetPerStep: number; prompts: number; evalEvery: number; evalEpisodes: number; finalEpisodes: number }
 
 const PROFILES: Record<'quick' | 'full', Profile> = {
-  quick: { name: 'quick', seeds: 5, steps: 40, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 100, finalEpisodes: 400 },
-  full: { name: 'full', seeds: 20, steps: 40, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 200, finalEpisodes: 1000 },
+  quick: { name: 'quick', seeds: 5, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 100, finalEpisodes: 400 },
+  full: { name: 'full', seeds: 20, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 200, finalEpisodes: 1000 },
 };
+/**
+ * Training steps per environment (the fixed budget is steps × budgetPerStep): long enough for
+ * the policy to learn, short enough that the best allocators have not all saturated at 100%.
+ * Navigation gets three goal layouts (they move every 10 steps).
+ */
+const STEPS: Record<EnvName, number> = { maze: 15, navigation: 30, dependency: 20 };
 const POLICY_LR = 1;
-const TRACE_ROLLOUTS_PER_TREE = 2;
+/**
+ * TRACE rollouts per tree per allocation round, chosen per variant on tuning seeds 101–105 by
+ * the summed final success over the three environments (`npx tsx eval/sweep.ts`, results/sweep.md).
+ */
+const TRACE_ROLLOUTS_PER_TREE: Partial<Record<AllocatorName, number>> = { trace: 4, 'trace-learned': 4, 'trace-closed': 1, 'trace-closed-learned': 1 };
 
 const LABEL: Record<AllocatorName, string> = {
   trace: 'TRACE (α=1, τ=0.5)',
   'trace-learned': 'TRACE (learned α, τ)',
   'trace-closed': 'TRACE, closed chains (proposal, not SPEC)',
+  'trace-closed-learned': 'TRACE, closed chains, learned α, τ (proposal)',
   uniform: 'Uniform (Tree-GRPO)',
   entropy: 'Entropy (TreeRL/ARPO)',
   puct: 'PUCT (mctx)',
@@ -39,11 +50,14 @@ interface Summary {
   deadFraction: Interval;
   zeroFraction: Interval;
   allocatorMs: Interval;
+  meanSuccess: Interval;
+  stepsPerRollout: Interval;
+  deadEndShare: Interval | null;
   budgetPerRun: number;
 }
 
 function parseArgs(argv: string[]): { profile: Profile; out: string; only: EnvName[] } {
-  let profile = PROFILES.full, out = 'eval/results', only: EnvName[] = [...ENVS];
+  let profile = PROFILES.full, out: string | undefined, only: EnvName[] = [...ENVS];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') profile = PROFILES.quick;
@@ -52,7 +66,8 @@ function parseArgs(argv: string[]): { profile: Profile; out: string; only: EnvNa
     else throw new Error(`unknown argument ${a} (use --quick, --out DIR, --env maze,navigation,dependency)`);
   }
   for (const e of only) if (!ENVS.includes(e)) throw new Error(`unknown environment ${e}`);
-  return { profile, out, only };
+  // The quick profile writes beside, not over, the full results.
+  return { profile, out: out ?? (profile.name === 'quick' ? 'eval/results/quick' : 'eval/results'), only };
 }
 
 class Progress {
@@ -85,16 +100,21 @@ function summarize(allocator: AllocatorName, runs: TrainResult[]): Summary {
     deadFraction: meanCi(runs.map((r) => r.deadFraction)),
     zeroFraction: meanCi(runs.map((r) => r.zeroFraction)),
     allocatorMs: meanCi(runs.map((r) => r.allocatorMs)),
+    meanSuccess: meanCi(runs.map((r) => r.meanSuccess)),
+    stepsPerRollout: meanCi(runs.map((r) => r.stepsPerRollout)),
+    deadEndShare: runs[0].deadEndShare === null ? null : meanCi(runs.map((r) => r.deadEndShare ?? 0)),
     budgetPerRun: budget,
   };
 }
 
-const fmt = (x: Interval, digits: number, scale = 1) => `${(x.mean * scale).toFixed(digits)} [${(x.lo * scale).toFixed(digits)}, ${(x.hi * scale).toFixed(digits)}]`;
+/** mean [lo, hi]; the t-interval is clipped to the metric's range [min, max] (it is symmetric, the metrics are not). */
+const fmt = (x: Interval, digits: number, scale = 1, min = 0, max = Infinity) =>
+  `${(x.mean * scale).toFixed(digits)} [${(Math.max(min, x.lo) * scale).toFixed(digits)}, ${(Math.min(max, x.hi) * scale).toFixed(digits)}]`;
 
 function table(rows: Summary[], seeds: number): string {
   return markdownTable(
-    ['allocator', 'success after budget, %', 'steps to first reward', 'found', 'mixed sibling groups, %', 'dead-branch steps, %', 'zero-reward steps, %', 'allocator ms / step'],
-    rows.map((s) => [s.label, fmt(s.finalSuccess, 1, 100), fmt(s.firstReward, 0), `${s.firstRewardFound}/${seeds}`, fmt(s.mixedFraction, 1, 100), fmt(s.deadFraction, 1, 100), fmt(s.zeroFraction, 1, 100), fmt(s.allocatorMs, 2)]),
+    ['allocator', 'success after budget, %', 'mean success during training, %', 'steps to first reward', 'found', 'mixed sibling groups, %', 'dead-branch steps, %', 'zero-reward steps, %', 'steps / rollout', 'allocator ms / step'],
+    rows.map((s) => [s.label, fmt(s.finalSuccess, 1, 100, 0, 1), fmt(s.meanSuccess, 1, 100, 0, 1), fmt(s.firstReward, 0, 1, 0, s.budgetPerRun), `${s.firstRewardFound}/${seeds}`, fmt(s.mixedFraction, 1, 100, 0, 1), fmt(s.deadFraction, 1, 100, 0, 1), fmt(s.zeroFraction, 1, 100, 0, 1), fmt(s.stepsPerRollout, 1), fmt(s.allocatorMs, 2)]),
   );
 }
 
@@ -129,8 +149,9 @@ function main(): void {
   let done = 0;
   const summaries: Record<string, Summary[]> = {};
   const winners: Record<string, string> = {};
+  const leading: Record<string, string[]> = {};
   const alphaSeries: Series[] = [], tauSeries: Series[] = [];
-  const md: string[] = [`# Evaluation results (${profile.name} profile)`, '', `Generated by \`npm run ${profile.name === 'quick' ? 'eval:quick' : 'eval'}\`. ${profile.seeds} seeds; each run: ${profile.steps} training steps × ${profile.budgetPerStep} environment steps over ${profile.prompts} trees. Cells: mean [95% interval] over seeds.`, ''];
+  const md: string[] = [`# Evaluation results (${profile.name} profile)`, '', `Generated by \`npm run ${profile.name === 'quick' ? 'eval:quick' : 'eval'}\`. ${profile.seeds} seeds; each training step spends ${profile.budgetPerStep} environment steps over ${profile.prompts} trees; training steps: ${only.map((e) => `${e} ${STEPS[e]}`).join(', ')}. Cells: mean [95% t-interval over seeds, clipped to the metric's range].`, ''];
   for (const env of only) {
     const results: Record<string, TrainResult[]> = {};
     for (const allocator of ALLOCATORS) {
@@ -138,12 +159,12 @@ function main(): void {
       for (let s = 1; s <= profile.seeds; s++) {
         progress.tick(done, `${env}/${allocator} seed ${s}`);
         const config: TrainConfig = {
-          env, allocator, seed: s, steps: profile.steps, budgetPerStep: profile.budgetPerStep, prompts: profile.prompts,
+          env, allocator, seed: s, steps: STEPS[env], budgetPerStep: profile.budgetPerStep, prompts: profile.prompts,
           learningRate: POLICY_LR, evalEvery: profile.evalEvery, evalEpisodes: profile.evalEpisodes, finalEpisodes: profile.finalEpisodes,
-          traceRolloutsPerTree: TRACE_ROLLOUTS_PER_TREE,
+          traceRolloutsPerTree: TRACE_ROLLOUTS_PER_TREE[allocator] ?? 0,
         };
         const r = train(config);
-        if (r.budgetUsed !== profile.steps * profile.budgetPerStep) throw new Error(`${env}/${allocator} seed ${s}: spent ${r.budgetUsed} of ${profile.steps * profile.budgetPerStep} budget steps`);
+        if (r.budgetUsed !== STEPS[env] * profile.budgetPerStep) throw new Error(`${env}/${allocator} seed ${s}: spent ${r.budgetUsed} of ${STEPS[env] * profile.budgetPerStep} budget steps`);
         results[allocator].push(r);
         done++;
       }
@@ -152,22 +173,32 @@ function main(): void {
     summaries[env] = rows;
     const best = rows.reduce((b, r) => (r.finalSuccess.mean > b.finalSuccess.mean ? r : b));
     winners[env] = best.allocator;
+    // Allocators whose 95% interval reaches the leader's mean cannot be told apart from it.
+    const tied = rows.filter((r) => r !== best && r.finalSuccess.hi >= best.finalSuccess.mean).map((r) => r.label);
+    leading[env] = [best.allocator, ...rows.filter((r) => r !== best && r.finalSuccess.hi >= best.finalSuccess.mean).map((r) => r.allocator)];
+    const traceRows = rows.filter((r) => r.deadEndShare !== null).map((r) => `${r.label}: ${fmt(r.deadEndShare as Interval, 1, 100, 0, 1)}%`);
     writeFileSync(join(out, `${env}.json`), `${JSON.stringify({ env, profile, summary: rows, runs: results }, null, 1)}\n`);
     writeFileSync(join(out, `curve-${env}.svg`), lineChart({
+      width: 980, height: 480,
       title: `${env}: success rate of the policy vs. budget spent (${profile.seeds} seeds, 95% band)`,
       xLabel: 'environment steps of rollout budget', yLabel: 'success rate (sampled episodes)',
       series: ALLOCATORS.map((a) => curveSeries(LABEL[a], results[a].map((r) => r.curve))),
     }));
-    alphaSeries.push(trajectory(env, results['trace-learned'].map((r) => r.alpha)));
-    tauSeries.push(trajectory(env, results['trace-learned'].map((r) => r.tau)));
-    md.push(`## ${env}`, '', table(rows, profile.seeds), '', `Highest final success: **${best.label}**.`, '');
+    for (const a of ['trace-learned', 'trace-closed-learned'] as const) {
+      const name = `${env}, ${a === 'trace-learned' ? 'SPEC TRACE' : 'closed chains'}`;
+      alphaSeries.push(trajectory(name, results[a].map((r) => r.alpha)));
+      tauSeries.push(trajectory(name, results[a].map((r) => r.tau)));
+    }
+    md.push(`## ${env}`, '', table(rows, profile.seeds), '', `Highest final success: **${best.label}**${tied.length > 0 ? `; not separable from it at 95%: ${tied.join(', ')}` : ''}.`, '',
+      `Share of TRACE rollouts started below a node whose children had all finished: ${traceRows.join('; ')}.`, '');
   }
   progress.end();
   const seconds = (performance.now() - t0) / 1000;
-  writeFileSync(join(out, 'alpha.svg'), lineChart({ title: 'TRACE-learned: α per training step (mean, 95% band)', xLabel: 'training step', yLabel: 'α', logY: true, series: alphaSeries }));
-  writeFileSync(join(out, 'tau.svg'), lineChart({ title: 'TRACE-learned: τ per training step (mean, 95% band)', xLabel: 'training step', yLabel: 'τ', logY: true, series: tauSeries }));
+  writeFileSync(join(out, 'alpha.svg'), lineChart({ width: 900, height: 460, title: 'Learned α per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'α', logY: true, series: alphaSeries }));
+  writeFileSync(join(out, 'tau.svg'), lineChart({ width: 900, height: 460, title: 'Learned τ per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'τ', logY: true, series: tauSeries }));
   writeFileSync(join(out, 'success.svg'), barChart({
-    title: `Success rate after ${profile.steps * profile.budgetPerStep} budget steps (95% interval)`,
+    width: 980, height: 480,
+    title: 'Success rate of the trained policy after the fixed budget (95% interval)',
     yLabel: 'success rate', categories: only,
     groups: ALLOCATORS.map((a) => ({
       name: LABEL[a],
@@ -177,8 +208,8 @@ function main(): void {
   }));
   md.push(`Wall time: ${seconds.toFixed(1)} s on this machine.`, '');
   writeFileSync(join(out, 'summary.md'), `${md.join('\n')}\n`);
-  writeFileSync(join(out, 'summary.json'), `${JSON.stringify({ profile, policyLearningRate: POLICY_LR, traceRolloutsPerTree: TRACE_ROLLOUTS_PER_TREE, winners, seconds, summaries }, null, 1)}\n`);
-  process.stderr.write(`done in ${seconds.toFixed(1)} s; winners: ${JSON.stringify(winners)}; results in ${out}/\n`);
+  writeFileSync(join(out, 'summary.json'), `${JSON.stringify({ profile, steps: STEPS, policyLearningRate: POLICY_LR, traceRolloutsPerTree: TRACE_ROLLOUTS_PER_TREE, winners, leading, seconds, summaries }, null, 1)}\n`);
+  process.stderr.write(`done in ${seconds.toFixed(1)} s; highest final success: ${JSON.stringify(winners)}; leading group (not separable from the highest at 95%): ${JSON.stringify(leading)}; results in ${out}/\n`);
 }
 
 main();

@@ -23,8 +23,10 @@ export interface TrainConfig {
   evalEvery: number;
   evalEpisodes: number;
   finalEpisodes: number;
-  /** TRACE: rollouts placed per tree in each allocation round (SPEC §4's budget, global mode). */
+  /** TRACE: rollouts placed per tree in each allocation round (SPEC §4's budget, global mode); ignored by the others. */
   traceRolloutsPerTree: number;
+  /** Segment length of the segment-based allocators and TRACE's D0; default a quarter of the horizon. */
+  segment?: number;
 }
 
 export interface TrainResult {
@@ -43,6 +45,12 @@ export interface TrainResult {
   allocatorMs: number;
   /** Budget actually spent (must equal steps × budgetPerStep). */
   budgetUsed: number;
+  /** Mean success over the evaluation points after step 0 (area under the learning curve). */
+  meanSuccess: number;
+  /** Mean environment steps per started rollout. */
+  stepsPerRollout: number;
+  /** TRACE only: share of rollouts started below a node whose children had all finished. */
+  deadEndShare: number | null;
   /** [cumulative budget, success rate] after evaluation points. */
   curve: Array<[number, number]>;
   /** α, τ in use at each training step (TRACE only). */
@@ -56,13 +64,13 @@ export interface TrainResult {
  */
 export function train(config: TrainConfig): TrainResult {
   const env = createEnv(config.env, config.seed);
-  const allocator = createAllocator(config.allocator, segmentLength(env), config.traceRolloutsPerTree);
+  const allocator = createAllocator(config.allocator, config.segment ?? segmentLength(env), config.traceRolloutsPerTree);
   const policy = new TabularPolicy(env.stateCount, env.actions);
   const rng = new Rng(config.seed * 7919 + 17);
   const curve: Array<[number, number]> = [[0, evaluate(env, policy, config.evalEpisodes, config.seed, 0)]];
   const alpha: number[] = [], tau: number[] = [];
   let firstReward: number | null = null;
-  let mixed = 0, groups = 0, dead = 0, zero = 0, used = 0, allocMs = 0;
+  let mixed = 0, groups = 0, dead = 0, zero = 0, used = 0, allocMs = 0, launches = 0;
   for (let step = 0; step < config.steps; step++) {
     env.setTrainingStep(step);
     if (allocator.params) { const p = allocator.params(); alpha.push(p.alpha); tau.push(p.tau); }
@@ -74,6 +82,7 @@ export function train(config: TrainConfig): TrainResult {
     allocMs += performance.now() - t0 - grower.envMs;
     if (firstReward === null && grower.firstSuccessAt >= 0) firstReward = used + grower.firstSuccessAt;
     used += grower.used;
+    launches += grower.launches;
     const m = treeMetrics(forest);
     mixed += m.mixedGroups; groups += m.scoredGroups; dead += m.deadSteps; zero += m.zeroSteps;
     updatePolicy(policy, forest, config.learningRate / config.prompts);
@@ -90,6 +99,9 @@ export function train(config: TrainConfig): TrainResult {
     finalSuccess: evaluate(env, policy, config.finalEpisodes, config.seed, -1),
     allocatorMs: allocMs / config.steps,
     budgetUsed: used,
+    meanSuccess: curve.slice(1).reduce((a, c) => a + c[1], 0) / Math.max(1, curve.length - 1),
+    stepsPerRollout: launches > 0 ? used / launches : 0,
+    deadEndShare: allocator.deadEndLaunches !== undefined && launches > 0 ? allocator.deadEndLaunches / launches : null,
     curve,
     alpha,
     tau,

@@ -85,6 +85,8 @@ export class Grower {
   envMs = 0;
   finished = 0;
   successes = 0;
+  /** Rollouts started (calls to `rollout` that took at least one step). */
+  launches = 0;
   /** Budget used when the first successful rollout finished, or −1. */
   firstSuccessAt = -1;
 
@@ -138,6 +140,7 @@ export class Grower {
   /** Up to `maxSteps` policy steps from `from` (Infinity: to the end of the episode). Returns the last node, or `from` if none was taken. */
   rollout(from: number, maxSteps: number): number {
     let node = from;
+    if (maxSteps > 0 && this.used < this.limit && !this.forest.terminal[from]) this.launches++;
     for (let i = 0; i < maxSteps; i++) {
       const next = this.extend(node);
       if (next < 0) break;

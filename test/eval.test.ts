@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { allocate } from '../src/allocate/allocate.js';
+import { packForest } from '../src/forest/packed.js';
+import { scoreCpu } from '../src/score/cpu.js';
 import { Rng } from '../src/util/random.js';
 import { ALLOCATORS, createAllocator } from '../eval/allocators/index.js';
 import { TraceAllocator } from '../eval/allocators/trace.js';
@@ -171,6 +174,15 @@ describe('training pieces', () => {
     const m = treeMetrics(f);
     expect(m).toEqual({ scoredGroups: 1, mixedGroups: 1, deadSteps: 1, zeroSteps: 1 });
     expect(c).toBeGreaterThan(0);
+  });
+
+  it('SPEC §4 sends a finished chain\'s whole budget to the node just above its end (what closed chains change)', () => {
+    // root → 1 → 2 → 3 (episode over): 2 is open and has no live child, so x_2 = m.
+    const chain = packForest({ dim: 0, trees: [{ nodes: [{}, { parent: 0 }, { parent: 1 }, { parent: 2, terminal: true, visits: 1 }] }] });
+    expect(Array.from(allocate(chain, scoreCpu(chain), { budget: 4 }).branches)).toEqual([0, 0, 4, 0]);
+    // Presenting the exhausted nodes 1, 2 as terminal sends it back to the root instead.
+    const closed = packForest({ dim: 0, trees: [{ nodes: [{}, { parent: 0, terminal: true }, { parent: 1, terminal: true }, { parent: 2, terminal: true, visits: 1 }] }] });
+    expect(Array.from(allocate(closed, scoreCpu(closed), { budget: 4 }).branches)).toEqual([4, 0, 0, 0]);
   });
 
   it('exhausted chains are closed but roots never are', () => {

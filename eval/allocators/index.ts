@@ -7,7 +7,7 @@ import { TreePoAllocator } from './treepo.js';
 import type { Allocator } from './types.js';
 import { UniformAllocator } from './uniform.js';
 
-export const ALLOCATORS = ['trace', 'trace-learned', 'trace-closed', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'] as const;
+export const ALLOCATORS = ['trace', 'trace-learned', 'trace-closed', 'trace-closed-learned', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'] as const;
 export type AllocatorName = (typeof ALLOCATORS)[number];
 
 /**
@@ -20,6 +20,7 @@ export function createAllocator(name: AllocatorName, segment: number, traceRollo
     case 'trace': return new TraceAllocator({ baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
     case 'trace-learned': return new TraceAllocator({ learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
     case 'trace-closed': return new TraceAllocator({ baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
+    case 'trace-closed-learned': return new TraceAllocator({ learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
     case 'uniform': return new UniformAllocator();
     case 'entropy': return new EntropyAllocator();
     case 'puct': return new PuctAllocator();

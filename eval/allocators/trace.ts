@@ -36,6 +36,7 @@ interface Round { packed: PackedForest; scores: Scores; firstNewNode: number }
  */
 export class TraceAllocator implements Allocator {
   readonly name: string;
+  deadEndLaunches = 0;
   private state: LearnState;
   private readonly perTree: number;
   private readonly learn: boolean;
@@ -69,11 +70,17 @@ export class TraceAllocator implements Allocator {
         const nodes = f.treeNodes[t];
         for (let i = 0; i < nodes.length; i++) {
           const row = packed.treeOffset[t] + i;
-          for (let b = 0; b < plan.branches[row]; b++) list.push({ node: nodes[i], steps: plan.depth[row] });
+          if (plan.branches[row] === 0) continue;
+          const kids = f.children[nodes[i]];
+          const deadEnd = kids.length > 0 && kids.every((c) => f.terminal[c] === 1);
+          for (let b = 0; b < plan.branches[row]; b++) list.push({ node: nodes[i], steps: plan.depth[row], deadEnd });
         }
         perTree.push(list);
       }
-      if (runLaunches(g, interleave(perTree)) === 0) break;
+      const launches = interleave(perTree);
+      const started = runLaunches(g, launches);
+      for (let i = 0; i < started; i++) if (launches[i].deadEnd) this.deadEndLaunches++;
+      if (started === 0) break;
     }
     if (this.learn) this.update(g, rounds);
   }

@@ -11,10 +11,12 @@ export interface Allocator {
   grow(g: Grower): void;
   /** The score parameters in use (TRACE only). */
   params?(): ScoreParams;
+  /** Rollouts started at a node that already had children, all of them finished episodes (TRACE only). */
+  deadEndLaunches?: number;
 }
 
 /** One rollout to start: from `node`, at most `steps` environment steps (Infinity: to the end). */
-export interface Launch { node: number; steps: number }
+export interface Launch { node: number; steps: number; deadEnd?: boolean }
 
 /** Round-robin over trees, so a budget that runs out mid-round does not starve the last trees. */
 export function interleave<T>(perTree: T[][]): T[] {
