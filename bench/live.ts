@@ -29,7 +29,16 @@ process.env.XDG_RUNTIME_DIR ??= '/tmp';
 
 const quick = process.argv.includes('--quick');
 const SHAPE = { trees: quick ? 512 : 4096, branching: 4, depth: 3, dim: 128, seed: 20261129 };
-const FRACTIONS = [0.01, 0.1, 1] as const;
+/** Share of groups dirty per update, and the budget mode of the plan. */
+const CASES = [
+  { fraction: 0.01, mode: 'per-tree' },
+  { fraction: 0.1, mode: 'per-tree' },
+  { fraction: 1, mode: 'per-tree' },
+  // Global budget: every tree's share depends on all trees' intensities, so more trees re-plan.
+  { fraction: 0.01, mode: 'global' },
+] as const;
+type Mode = (typeof CASES)[number]['mode'];
+const label = (c: { fraction: number; mode: Mode }) => `${c.fraction * 100}%${c.mode === 'global' ? ' global' : ''}`;
 const WARMUP = 5;
 const BUDGET = 16;
 const TARGET_MS = 5;
@@ -38,6 +47,8 @@ interface Stat { p50: number; p99: number; mean: number; min: number; max: numbe
 interface CaseOut {
   backend: 'cpu' | 'gpu';
   fraction: number;
+  /** per-tree: budget 16 for every tree; global: totalBudget 16 × trees, minPerTree 1. */
+  mode: Mode;
   dirtyGroups: number;
   /** change + rescore + plan of one update, ms. */
   total: Stat;
@@ -86,9 +97,10 @@ async function runBackend(backend: 'cpu' | 'gpu', context: GpuContext | undefine
   const gpu = backend === 'gpu' ? (live.backend as GpuLiveBackend) : undefined;
 
   const outs: CaseOut[] = [];
-  const recorders = FRACTIONS.map((fraction) => {
+  const recorders = CASES.map(({ fraction, mode }) => {
     const k = Math.max(1, Math.round(fraction * G));
-    const rec = { fraction, k, change: [] as number[], rescore: [] as number[], plan: [] as number[], total: [] as number[], replanned: [] as number[], up: [] as number[], down: [] as number[], calls: 0 };
+    const planOptions = mode === 'global' ? { totalBudget: BUDGET * live.treeCount, minPerTree: 1 } : { budget: BUDGET };
+    const rec = { fraction, mode, k, change: [] as number[], rescore: [] as number[], plan: [] as number[], total: [] as number[], replanned: [] as number[], up: [] as number[], down: [] as number[], calls: 0 };
     const fn = async () => {
       // The caller's side: which groups got feedback this time (a partial shuffle).
       for (let i = 0; i < k; i++) { const j = i + Math.floor(rng.next() * (G - i)); const t = order[i]; order[i] = order[j]; order[j] = t; }
@@ -103,7 +115,7 @@ async function runBackend(backend: 'cpu' | 'gpu', context: GpuContext | undefine
       const bT = performance.now();
       await live.rescore();
       const c = performance.now();
-      const summary = await live.plan({ budget: BUDGET });
+      const summary = await live.plan(planOptions);
       const d = performance.now();
       if (rec.calls++ < WARMUP) return;
       rec.change.push(bT - a); rec.rescore.push(c - bT); rec.plan.push(d - c); rec.total.push(d - a);
@@ -117,7 +129,7 @@ async function runBackend(backend: 'cpu' | 'gpu', context: GpuContext | undefine
   const summary = await b.suite(
     `live W1, ${backend}`,
     b.configure({ cases: { minSamples: quick ? 5 : 20, maxTime } }),
-    ...recorders.map(({ rec, fn }) => b.add(`${backend} ${rec.fraction * 100}% dirty`, fn)),
+    ...recorders.map(({ rec, fn }) => b.add(`${backend} ${label(rec)} dirty`, fn)),
     b.cycle((r: CaseResult) => {
       loads.push(os.loadavg()[0] ?? 0);
       return `  ${r.name}: ${formatNumber(r.details.mean * 1000)} ms ± ${r.margin} % (${r.samples} benny samples)`;
@@ -127,7 +139,7 @@ async function runBackend(backend: 'cpu' | 'gpu', context: GpuContext | undefine
     const r = summary.results[i];
     const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
     const out: CaseOut = {
-      backend, fraction: rec.fraction, dirtyGroups: rec.k,
+      backend, fraction: rec.fraction, mode: rec.mode, dirtyGroups: rec.k,
       total: stat(rec.total), parts: { change: stat(rec.change), rescore: stat(rec.rescore), plan: stat(rec.plan) },
       replannedTrees: mean(rec.replanned),
       benny: { meanMs: (r?.details.mean ?? NaN) * 1000, samples: r?.samples ?? 0, marginPct: r?.margin ?? NaN },
@@ -157,23 +169,23 @@ async function main(): Promise<void> {
   const finished = finishMachineInfo(machine, loads);
 
   const rows = cases.map((c) => [
-    c.backend, `${c.fraction * 100}%`, c.dirtyGroups, c.total.p50, c.total.p99,
+    c.backend, label(c), c.dirtyGroups, c.total.p50, c.total.p99,
     c.parts.change.p50, c.parts.rescore.p50, c.parts.plan.p50, Math.round(c.replannedTrees), c.total.n,
   ]);
   const header = ['backend', 'dirty', 'groups', 'p50 ms', 'p99 ms', 'change p50', 'rescore p50', 'plan p50', 'trees re-planned', 'updates'];
   const table = markdownTable(header, rows);
   console.log(`\n${table}`);
-  const ratios = FRACTIONS.map((f) => {
-    const cpu = cases.find((c) => c.backend === 'cpu' && c.fraction === f);
-    const gpu = cases.find((c) => c.backend === 'gpu' && c.fraction === f);
-    return cpu && gpu ? { fraction: f, p50: gpu.total.p50 / cpu.total.p50, p99: gpu.total.p99 / cpu.total.p99, rescoreP50: gpu.parts.rescore.p50 / cpu.parts.rescore.p50 } : undefined;
+  const ratios = CASES.map((k) => {
+    const cpu = cases.find((c) => c.backend === 'cpu' && c.fraction === k.fraction && c.mode === k.mode);
+    const gpu = cases.find((c) => c.backend === 'gpu' && c.fraction === k.fraction && c.mode === k.mode);
+    return cpu && gpu ? { case: label(k), p50: gpu.total.p50 / cpu.total.p50, p99: gpu.total.p99 / cpu.total.p99, rescoreP50: gpu.parts.rescore.p50 / cpu.parts.rescore.p50 } : undefined;
   }).filter((r) => r !== undefined);
-  const onePct = cases.find((c) => c.backend === 'cpu' && c.fraction === 0.01)!;
+  const onePct = cases.find((c) => c.backend === 'cpu' && c.fraction === 0.01 && c.mode === 'per-tree')!;
   const result = {
     benchmark: 'live',
     date: new Date().toISOString(),
     command: 'npm run bench:live',
-    workload: { ...SHAPE, budget: BUDGET, update: 'per dirty group: one child gets a new reward and visit count; then rescore() and plan({ budget: 16 })' },
+    workload: { ...SHAPE, budget: BUDGET, update: 'per dirty group: one child gets a new reward and visit count; then rescore() and plan({ budget: 16 }) (global: plan({ totalBudget: 16 × trees, minPerTree: 1 }))' },
     machine: finished,
     adapter,
     gpuIsEmulated: /llvmpipe|lavapipe|swiftshader/i.test(adapter),
@@ -192,10 +204,10 @@ async function main(): Promise<void> {
     title: `Live forest, W1 resident: change + rescore + plan per update (${os.cpus().length} cores${finished.shared ? ', shared with other jobs' : ''})`,
     yLabel: 'ms per update (log)',
     logY: true,
-    categories: FRACTIONS.map((f) => `${f * 100}% of groups dirty`),
+    categories: CASES.map((k) => `${label(k)} dirty`),
     groups: backends.flatMap((be) => (['p50', 'p99'] as const).map((q) => ({
       name: `${be === 'gpu' ? `gpu (${result.gpuIsEmulated ? 'lavapipe' : adapter})` : 'cpu'} ${q}`,
-      values: FRACTIONS.map((f) => cases.find((c) => c.backend === be && c.fraction === f)?.total[q] ?? NaN),
+      values: CASES.map((k) => cases.find((c) => c.backend === be && c.fraction === k.fraction && c.mode === k.mode)?.total[q] ?? NaN),
     }))),
   });
   writeFileSync(new URL('live-latency.svg', dir), svg);
@@ -206,12 +218,12 @@ async function main(): Promise<void> {
       `${result.gpuIsEmulated ? ' (lavapipe: Vulkan emulated on the same CPU cores, so GPU figures are only meaningful as ratios to the CPU path)' : ''}.`,
     `Load average ${finished.loadStart} at start, ${finished.loadEnd} at end${finished.shared ? ': **the machine was shared with other jobs during the run**, so figures include their interference' : ''}.`,
     '',
-    `Workload: W1 resident (${SHAPE.trees} trees, branching ${SHAPE.branching}, depth ${SHAPE.depth}, dim ${SHAPE.dim}); per update, the given share of sibling groups gets new feedback on one child, then \`rescore()\` and \`plan({ budget: ${BUDGET} })\`. Times are per update (after ${WARMUP} warm-up updates), in ms.`,
+    `Workload: W1 resident (${SHAPE.trees} trees, branching ${SHAPE.branching}, depth ${SHAPE.depth}, dim ${SHAPE.dim}); per update, the given share of sibling groups gets new feedback on one child, then \`rescore()\` and \`plan({ budget: ${BUDGET} })\` (\"global\": \`plan({ totalBudget: ${BUDGET} × trees })\`). Times are per update (after ${WARMUP} warm-up updates), in ms.`,
     '',
     table,
     `Target p99 ≤ ${TARGET_MS} ms at 1 % dirty (CPU): measured ${formatNumber(onePct.total.p99)} ms — ${result.target.met ? 'met' : 'not met'}.`,
     '',
-    ratios.length > 0 ? `GPU / CPU time ratio (p50): ${ratios.map((r) => `${r!.fraction * 100}%: ${formatNumber(r!.p50)}`).join(', ')}.` : 'No GPU adapter: GPU cases not run.',
+    ratios.length > 0 ? `GPU / CPU time ratio (p50): ${ratios.map((r) => `${r!.case}: ${formatNumber(r!.p50)}`).join(', ')}.` : 'No GPU adapter: GPU cases not run.',
     '',
     '![latency](live-latency.svg)',
     '',
