@@ -84,16 +84,17 @@ describe.runIf(hasBrowser)('viz in a browser', () => {
 
   /** Node elements drawn, and how many lie fully inside the visible drawing area. */
   async function drawn(page: Page): Promise<{ ids: number[]; inside: number; fills: string[] }> {
-    return page.evaluate(() => {
-      const view = document.getElementById('view')!.getBoundingClientRect();
+    // A string: this config has no DOM types, and the page needs none of the test's helpers.
+    return page.evaluate(`(() => {
+      const view = document.getElementById('view').getBoundingClientRect();
       const els = Array.from(document.querySelectorAll('#nodes [data-node]'));
       let inside = 0;
       for (const el of els) {
         const r = el.getBoundingClientRect();
         if (r.width > 0 && r.left >= view.left && r.right <= view.right && r.top >= view.top && r.bottom <= view.bottom) inside++;
       }
-      return { ids: els.map((el) => Number(el.getAttribute('data-node'))), inside, fills: els.map((el) => el.getAttribute('fill') ?? '') };
-    });
+      return { ids: els.map((el) => Number(el.getAttribute('data-node'))), inside, fills: els.map((el) => el.getAttribute('fill') || '') };
+    })()`);
   }
 
   function expectedFills(tree: TreeColumns, metric: ColorMetric): string[] {

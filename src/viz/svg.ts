@@ -47,7 +47,7 @@ export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: 
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
   if (options.legend !== false) out.push(legend(tree.id, tree.index, metric, domain, margin));
 
-  out.push('<g fill="none" stroke-linecap="round">');
+  out.push('<g class="links" fill="none" stroke-linecap="butt">');
   for (let v = 1; v < n; v++) {
     const p = tree.parent[v];
     const kind = greyed[v] ? 'pruned' : flow[v] ? 'flow' : 'idle';
@@ -57,7 +57,7 @@ export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: 
   }
   out.push('</g>');
 
-  out.push('<g stroke-width="1">');
+  out.push('<g class="nodes" stroke-width="1">');
   for (let v = 0; v < n; v++) {
     const fill = nodeFill(tree, metric, domain, v, greyed[v] === 1);
     const stroke = greyed[v] ? '#aeb3ba' : '#3a3f47';
@@ -70,7 +70,7 @@ export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: 
   }
   out.push('</g>');
 
-  out.push('<g font-size="9" text-anchor="middle" paint-order="stroke" stroke="#ffffff" stroke-width="3" stroke-linejoin="round">');
+  out.push('<g class="labels" font-size="9" text-anchor="middle" paint-order="stroke" stroke="#ffffff" stroke-width="3" stroke-linejoin="round">');
   for (let v = 0; v < n; v++) {
     if (children[v].length >= 2) {
       out.push(`<text x="${px(v)}" y="${py(v) + 17}" fill="${greyed[v] ? '#a6abb2' : '#6b3a12'}">I ${formatShort(tree.intensity[v])}</text>`);
