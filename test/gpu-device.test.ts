@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GpuContext } from '../src/gpu/context.js';
 import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from '../src/gpu/errors.js';
@@ -11,6 +13,10 @@ import { packColumns } from '../src/forest/packed.js';
 import { generateForest } from '../src/synth/generate.js';
 import { Rng } from '../src/util/random.js';
 import { deviation, gpuDescribe, withinTolerance } from './gpu-support.js';
+
+// A full collection before each memory snapshot, so they compare live memory, not garbage.
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
 
 const noAdapter = { requestAdapter: async () => null } as unknown as GPU;
 
@@ -77,10 +83,12 @@ gpuDescribe('GPU device management', () => {
     const forest = generateForest({ trees: 30, dim: 16, seed: 4 });
     for (let i = 0; i < 50; i++) await scorer.score(forest);
     const pool = ctx.pool.snapshot();
+    collect();
     const heap0 = process.memoryUsage();
     let last;
     for (let i = 0; i < 1000; i++) last = await scorer.score(forest);
     const after = ctx.pool.snapshot();
+    collect();
     const heap1 = process.memoryUsage();
     // GPU: every buffer of the 1,000 calls came from the pool; nothing new, nothing left in use.
     expect(after.created).toBe(pool.created);
@@ -89,8 +97,9 @@ gpuDescribe('GPU device management', () => {
     expect(ctx.pendingWaits).toBe(0);
     // Host: a leak of one output set per call would be ≥ 1000 × (5 arrays × nodeCount × 4 B).
     const perCall = 5 * forest.nodeCount * 4;
+    expect(heap1.heapUsed - heap0.heapUsed).toBeLessThan(0.1 * 1000 * perCall);
+    expect(heap1.arrayBuffers - heap0.arrayBuffers).toBeLessThan(0.1 * 1000 * perCall);
     expect(heap1.rss - heap0.rss).toBeLessThan(Math.max(64 * 2 ** 20, 0.5 * 1000 * perCall));
-    expect(heap1.external + heap1.arrayBuffers - heap0.external - heap0.arrayBuffers).toBeLessThan(0.25 * 1000 * perCall);
     expect(withinTolerance(deviation(forest, last!, scoreCpu(forest)))).toBe(true);
   });
 
