@@ -1,19 +1,24 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { allocate, type Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import { createScorer } from '../score/select.js';
 import type { Scores } from '../score/types.js';
 import { generateForest } from '../synth/generate.js';
+import { writeTreeView } from '../viz/write.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 
 export const DEMO_USAGE = `usage: trace-alloc demo [--trees N] [--seed S] [--dim D] [--min-nodes N] [--max-nodes N]
          [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
          [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
-         [--backend auto|gpu|cpu]
+         [--backend auto|gpu|cpu] [--view FILE]
 
 Generates a seeded synthetic batch (default 4096 trees of 20–200 nodes, forks of 2–8
-children, dim 64), scores and allocates it, and prints a summary with the time per phase.`;
+children, dim 64), scores and allocates it, and prints a summary with the time per phase.
+Writes the explorable view of its most contested trees to --view (default
+$TMPDIR/trace-alloc-demo.html) and prints the path.`;
 
-const DEMO_FLAGS = { ...SCORE_FLAGS, trees: 'int', seed: 'int', dim: 'int', 'min-nodes': 'int', 'max-nodes': 'int' } as const;
+const DEMO_FLAGS = { ...SCORE_FLAGS, trees: 'int', seed: 'int', dim: 'int', 'min-nodes': 'int', 'max-nodes': 'int', view: 'string' } as const;
 
 /** `trace-alloc demo`: the project's main job on an embedded default workload. */
 export async function runDemo(argv: readonly string[]): Promise<number> {
@@ -49,6 +54,8 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
   const allocation = await timed('allocate', () => allocate(forest, scores, settings.allocate));
   const out = process.stdout;
   out.write(summarize(forest, scores, allocation, { trees, seed, dim, backend: scores.backend, notices, timings }));
+  const view = writeTreeView(forest, scores, allocation, { outFile: (values.view as string | undefined) ?? join(tmpdir(), 'trace-alloc-demo.html') });
+  out.write(`\n  view      ${view.path}\n            tree ${forest.treeIds[view.selection.initialTree]} (the most contested) first; open it in a browser, no network needed\n`);
   return 0;
 }
 
