@@ -65,8 +65,8 @@ describe.runIf(hasBrowser)('viz in a browser', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function open(file: string): Promise<{ page: Page; errors: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
+  async function open(file: string, scale = 1): Promise<{ page: Page; errors: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 860 }, deviceScaleFactor: scale });
     await context.route('**/*', (route) => {
       const url = route.request().url();
       if (url.startsWith('file:')) return route.continue();
@@ -206,8 +206,14 @@ describe.runIf(hasBrowser)('viz in a browser', () => {
     const allocation = allocate(forest, scores);
     const file = join(dir, 'demo.html');
     const written = writeTreeView(forest, scores, allocation, { outFile: file });
-    const { page, errors } = await open(file);
-    expect(await page.getAttribute('body', 'data-tree')).toBe(forest.treeIds[written.selection.initialTree]);
+    const { page, errors } = await open(file, 2);
+    const shown = written.selection.initialTree;
+    expect(await page.getAttribute('body', 'data-tree')).toBe(forest.treeIds[shown]);
+    // Hover the non-root node that starts the most rollouts, so the picture shows a tooltip too.
+    const c = extractTree(forest, scores, allocation, shown);
+    const v = c.branches.reduce((best, b, u) => (u > 0 && b > c.branches[best] ? u : best), 1);
+    await page.hover(`#nodes [data-node="${v}"]`);
+    await expect.poll(() => page.locator('#tip').isVisible()).toBe(true);
     const shot = join(SHOTS, 'demo-view.png');
     await page.screenshot({ path: shot });
     expect(errors).toEqual([]);

@@ -304,9 +304,11 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     moveTip(e);
   }
   function moveTip(e) {
-    var w = tip.offsetWidth, h = tip.offsetHeight, x = e.clientX + 16, y = e.clientY + 16;
-    if (x + w > window.innerWidth - 4) x = e.clientX - w - 16;
-    if (y + h > window.innerHeight - 4) y = Math.max(4, e.clientY - h - 16);
+    // Above and to the right of the pointer first: trees widen downward, so that corner is
+    // usually empty; flip where the window ends.
+    var w = tip.offsetWidth, h = tip.offsetHeight, x = e.clientX + 16, y = e.clientY - h - 30;
+    if (x + w > window.innerWidth - 4) x = Math.max(4, e.clientX - w - 16);
+    if (y < 4) y = Math.min(e.clientY + 16, window.innerHeight - h - 4);
     tip.style.left = x + 'px'; tip.style.top = y + 'px';
   }
   function hideTip() {

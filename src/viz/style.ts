@@ -46,9 +46,10 @@ main.dragging { cursor: grabbing; }
   stroke-linejoin: round; text-anchor: middle; pointer-events: none; font-variant-numeric: tabular-nums; }
 /* Offsets: the node radius (5 tree units, scaled) plus a constant screen gap. */
 #labels .ilabel { fill: #6b3a12; transform: translateY(calc(5px + 13px / var(--k))); }
-#labels .badge { transform: translateY(calc(-5px - 5px / var(--k))); }
+#labels .badge { transform: translateY(calc(-7px - 5px / var(--k))); }
 #labels .ilabel.pruned { fill: #a6abb2; }
-#labels .badge { fill: var(--accent); font-weight: 700; }
+/* A wider halo: a badge sits on its node's incoming link, which can be 5 px wide. */
+#labels .badge { fill: var(--accent); font-weight: 700; stroke-width: calc(8px / var(--k)); }
 #view.far #labels .ilabel { display: none; }
 .panel { position: absolute; background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
   box-shadow: 0 1px 4px rgba(0,0,0,0.08); padding: 8px 10px; font-size: 12px; cursor: default; }
@@ -62,11 +63,11 @@ main.dragging { cursor: grabbing; }
 #note:empty { display: none; }
 #help { right: 12px; top: 12px; color: var(--muted); }
 #tip { position: fixed; display: none; z-index: 10; pointer-events: none; background: #fff; border: 1px solid #c8ced6;
-  border-radius: 7px; box-shadow: 0 3px 12px rgba(0,0,0,0.15); padding: 7px 9px; font-size: 12px; max-width: 360px; }
+  border-radius: 7px; box-shadow: 0 3px 12px rgba(0,0,0,0.15); padding: 7px 9px; font-size: 12px; max-width: 460px; }
 #tip .tip-head { font-weight: 650; }
 #tip .tip-status { color: var(--muted); margin-bottom: 4px; }
 #tip table { border-collapse: collapse; }
-#tip td { padding: 1px 6px 1px 0; vertical-align: baseline; }
+#tip td { padding: 1px 6px 1px 0; vertical-align: baseline; white-space: nowrap; }
 #tip td.num { text-align: right; font-variant-numeric: tabular-nums; font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 #tip td.hint { color: var(--muted); font-size: 11px; }
 noscript { display: block; padding: 20px; }
