@@ -10,6 +10,37 @@ import type { Scores } from '../src/score/types.js';
 import { generateForest } from '../src/synth/generate.js';
 import { Rng } from '../src/util/random.js';
 import { deviation, forestOf, gpuDescribe, withinTolerance } from './gpu-support.js';
+import { scoreTree, type SpecTree } from './reference/spec.js';
+
+/** Scores from the independent float64 implementation in test/reference (shares no code with src/score). */
+function independentScores(forest: PackedForest, params: { alpha: number; tau: number }): Scores {
+  const n = forest.nodeCount;
+  const out = {
+    contrast: new Float64Array(n), weight: new Float64Array(n).fill(1), gradAlpha: new Float64Array(n), gradTau: new Float64Array(n),
+    intensity: new Float64Array(forest.groupCount), params, backend: 'cpu' as const,
+  };
+  for (let t = 0; t < forest.treeCount; t++) {
+    const r0 = forest.treeOffset[t], r1 = forest.treeOffset[t + 1];
+    const tree: SpecTree = { nodes: [] };
+    for (let row = r0; row < r1; row++) {
+      tree.nodes.push({
+        parent: forest.parentRow[row] < 0 ? -1 : forest.parentRow[row] - r0,
+        reward: forest.reward[row], visits: forest.visits[row], uncertainty: forest.uncertainty[row],
+        terminal: forest.terminal[row] === 1,
+        embedding: Array.from(forest.embedding.subarray(row * forest.dim, (row + 1) * forest.dim)),
+      });
+    }
+    const ref = scoreTree(tree, params.alpha, params.tau);
+    for (let v = 1; v < r1 - r0; v++) {
+      out.contrast[r0 + v] = ref.contrast[v];
+      out.weight[r0 + v] = ref.weight[v];
+      out.gradAlpha[r0 + v] = ref.gradAlpha[v];
+      out.gradTau[r0 + v] = ref.gradTau[v];
+    }
+    for (let v = 0; v < r1 - r0; v++) if (ref.intensity[v] !== undefined) out.intensity[forest.childGroup[r0 + v]] = ref.intensity[v]!;
+  }
+  return out;
+}
 
 /** Knobs of a random forest; the forest itself is built from `seed` so cases stay small to print. */
 interface Case {
@@ -141,14 +172,19 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     const cpu = scoreCpu(forest, params);
     const d = deviation(forest, gpu, cpu);
     expect(withinTolerance(d), d.worst).toBe(true);
+    if (forest.nodeCount * forest.dim < 2e6) {
+      const di = deviation(forest, gpu, independentScores(forest, params));
+      expect(withinTolerance(di), `against test/reference: ${di.worst}`).toBe(true);
+    }
     expect(gpu.backend).toBe('gpu');
     return { gpu, cpu };
   };
 
   it('holds on 500 random forests with every edge case (fast-check)', async () => {
-    let nearTies = 0;
+    let nearTies = 0, runs = 0;
     await fc.assert(
       fc.asyncProperty(caseArb, async (c) => {
+        runs++;
         const forest = buildCase(c);
         const { gpu, cpu } = await check(forest, c, c.route);
         if (expectSameAllocation(forest, gpu, cpu, c.seed)) nearTies++;
@@ -157,6 +193,7 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     );
     // Near-ties are allowed, but they must stay rare or the comparison proves nothing.
     expect(nearTies).toBeLessThan(25);
+    expect(runs).toBe(500);
   });
 
   it('handles k = 1, dim 0, all-terminal trees and unvisited nodes explicitly', async () => {
