@@ -9,14 +9,15 @@ import { Rng } from '../src/util/random.js';
 import { deviation, gpuDescribe, withinTolerance } from './gpu-support.js';
 
 /**
- * One complete binary tree (every fork has 2 children) with dim 4096: 9,001 rows, 9,000 child
- * slots, 147 MiB of f32 embeddings — more than one 128 MiB storage binding, so the scorer
- * must split it at group boundaries.
+ * One tree where every fork has 3 children (groups of 2 would be symmetric — equal weights,
+ * zero gradients — and prove less), dim 4096: 9,001 rows, 9,000 child slots, 147 MiB of f32
+ * embeddings — more than one 128 MiB storage binding, so the scorer must split it at group
+ * boundaries.
  */
 function bigForest(): PackedForest {
   const n = 9001, dim = 4096;
   const rng = new Rng(42);
-  const parent = Int32Array.from({ length: n }, (_, v) => (v === 0 ? -1 : (v - 1) >> 1));
+  const parent = Int32Array.from({ length: n }, (_, v) => (v === 0 ? -1 : Math.floor((v - 1) / 3)));
   const embedding = new Float32Array(n * dim);
   for (let i = 0; i < embedding.length; i++) embedding[i] = rng.next() - 0.5;
   // Some siblings are near-duplicates of each other, where distance precision matters most.
@@ -45,6 +46,7 @@ gpuDescribe('a forest larger than one storage binding', () => {
       const cpu = scoreCpu(forest);
       const d = deviation(forest, gpu, cpu);
       expect(withinTolerance(d), d.worst).toBe(true);
+      expect(cpu.gradTau.some((g) => Math.abs(g) > 1e-3)).toBe(true); // weights really differ
       const plan = (s: typeof cpu) => { const a = allocate(forest, s, { budget: 64 }); return [Array.from(a.branches), Array.from(a.depth), Array.from(a.pruned)]; };
       expect(plan(gpu)).toEqual(plan(cpu));
     } finally {
