@@ -37,8 +37,11 @@ export interface BarChartOptions {
   height?: number;
 }
 
-/** Okabe–Ito palette, reordered so the first colours contrast most on white (yellow last). */
-export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#F0E442'];
+/**
+ * Okabe–Ito colour-blind-safe palette without its yellow, which is too faint on white; past
+ * seven series the colours repeat with a dash pattern (and markers differ throughout).
+ */
+export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000'];
 const DASHES = ['', '6 3', '2 2', '8 3 2 3'];
 const MARKERS = ['circle', 'square', 'triangle', 'diamond'] as const;
 
@@ -95,20 +98,31 @@ export function linearTicks(lo: number, hi: number, target = 5): { ticks: number
   return { ticks, domain: [d0, d1] };
 }
 
-/** Log ticks: every decade; 2 and 5 in between when the range spans two decades or fewer. */
+/**
+ * Log ticks. Short ranges (two decades or fewer) span whole decades with 2 and 5 in between;
+ * longer ranges hug the data (a little padding) and tick the decades inside, so a 64…16384
+ * axis does not waste half its width on 10…64 and 16384…100000.
+ */
 export function logTicks(lo: number, hi: number): { ticks: number[]; domain: [number, number] } {
   const e0 = Math.floor(Math.log10(lo) + 1e-9);
   let e1 = Math.ceil(Math.log10(hi) - 1e-9);
   if (e0 === e1) e1 += 1;
   const decade = (e: number) => Number((10 ** e).toPrecision(12));
   const ticks: number[] = [];
-  const fine = e1 - e0 <= 2;
-  const stride = Math.max(1, Math.ceil((e1 - e0) / 8));
-  for (let e = e0; e <= e1; e += stride) {
-    ticks.push(decade(e));
-    if (fine && e < e1) ticks.push(Number((2 * 10 ** e).toPrecision(12)), Number((5 * 10 ** e).toPrecision(12)));
+  if (e1 - e0 <= 2) {
+    for (let e = e0; e <= e1; e++) {
+      ticks.push(decade(e));
+      if (e < e1) ticks.push(Number((2 * 10 ** e).toPrecision(12)), Number((5 * 10 ** e).toPrecision(12)));
+    }
+    return { ticks, domain: [decade(e0), decade(e1)] };
   }
-  return { ticks, domain: [decade(e0), decade(e1)] };
+  const pad = 10 ** ((Math.log10(hi) - Math.log10(lo)) * 0.04);
+  const domain: [number, number] = [lo / pad, hi * pad];
+  const first = Math.ceil(Math.log10(domain[0]) - 1e-9);
+  const last = Math.floor(Math.log10(domain[1]) + 1e-9);
+  const stride = Math.max(1, Math.ceil((last - first) / 8));
+  for (let e = first; e <= last; e += stride) ticks.push(decade(e));
+  return { ticks, domain };
 }
 
 function makeScale(values: number[], log: boolean, r0: number, r1: number, includeZero: boolean): Scale {

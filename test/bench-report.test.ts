@@ -95,14 +95,15 @@ describe('report rendering', () => {
     expect(md).toMatch(/\| GPU end to end \(CPU-emulated\) \| ratio only \| 0\.5 \| 1 \|/);
     expect(md).toMatch(/\| peer: JS over nested objects \| 300 ± [\d.]+ % \| 3 \| 0\.167 \| ok/);
     expect(md).toContain('CPU-emulated');
+    expect(md).toContain('On W1 the GPU path (lavapipe, CPU-emulated) takes 0.5× the CPU reference, 0.167× nested-object JS, 5× its own transfer floor');
     expect(md).toContain('machine was shared');
     expect(md).toContain('numpy: python3 has no numpy (trees-64, W1, dim-0)');
     // per-group scaling: W1 cpu 100 ms / 86016 groups = 1163 ns
     expect(md).toMatch(/\| 4096 \| 86016 \| 1163 \|/);
     // dim-0 has no GPU figure: its GPU cell is a placeholder, and the speed-up chart draws no bar there
     expect(md).toMatch(/\| dim-0 label \| 21504 \| 10 \| — \|/);
-    // bars: gpu and floor on trees-64 and W1, naive on all three
-    expect(files[CHARTS.speedup]!.match(/class="bar"/g)!.length).toBe(2 + 2 + 3);
+    // bars: gpu on trees-64 and W1, naive on all three; the floor computes nothing and gets no bar
+    expect(files[CHARTS.speedup]!.match(/class="bar"/g)!.length).toBe(2 + 3);
     expect(files[CHARTS.timeVsTrees]).toContain('GPU end to end (CPU-emulated)');
   });
   it('quotes GPU milliseconds on a real GPU', () => {

@@ -31,7 +31,13 @@ describe('ticks', () => {
     expect(linearTicks(-3, 3).ticks).toEqual([-4, -2, 0, 2, 4]);
   });
   it('log ticks are decades, with 2 and 5 when the range is short', () => {
-    expect(logTicks(64, 16384).ticks).toEqual([10, 100, 1000, 10000, 100000]);
+    // long ranges hug the data and tick the decades inside it
+    const wide = logTicks(64, 16384);
+    expect(wide.ticks).toEqual([100, 1000, 10000]);
+    expect(wide.domain[0]).toBeLessThan(64);
+    expect(wide.domain[0]).toBeGreaterThan(10);
+    expect(wide.domain[1]).toBeGreaterThan(16384);
+    expect(wide.domain[1]).toBeLessThan(100000);
     expect(logTicks(3, 40).ticks).toEqual([1, 2, 5, 10, 20, 50, 100]);
     expect(logTicks(0.002, 0.004).domain).toEqual([0.001, 0.01]);
   });
@@ -55,7 +61,7 @@ describe('lineChart', () => {
     expect(svg).toContain('cpu &lt;ref&gt; &amp; co');
     expect(svg).toContain('Time &quot;vs&quot; trees');
     const labels = texts(svg);
-    for (const t of ['10', '100', '1000', '10000', '100000', '0.1', '1']) expect(labels).toContain(t);
+    for (const t of ['100', '1000', '10000', '1', '10']) expect(labels).toContain(t);
     expect(labels).toContain('gpu');
   });
   it('places log-spaced points evenly: equal ratios give equal pixel steps', () => {
