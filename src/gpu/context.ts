@@ -27,7 +27,7 @@ export class GpuContext {
   readonly layout: GPUBindGroupLayout;
   readonly hasF16: boolean;
   readonly hasTimestamps: boolean;
-  /** Largest storage binding, in bytes (the adapter's real limit, requested at creation). */
+  /** Largest storage binding that also fits one buffer, in bytes (the adapter's real limits, requested at creation). */
   readonly maxBinding: number;
   readonly maxWorkgroupsPerDim: number;
   readonly minStorageOffset: number;
@@ -45,7 +45,8 @@ export class GpuContext {
     this.pool = new BufferPool(device);
     this.hasF16 = device.features.has('shader-f16');
     this.hasTimestamps = device.features.has('timestamp-query');
-    this.maxBinding = device.limits.maxStorageBufferBindingSize;
+    // A chunk's buffer must also fit one buffer; keep it 4-byte aligned (writeBuffer sizes).
+    this.maxBinding = Math.floor(Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize) / 4) * 4;
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.minStorageOffset = device.limits.minStorageBufferOffsetAlignment;
     this.lost = device.lost.then((info) => {

@@ -21,7 +21,7 @@ export class BufferPool {
   constructor(private readonly device: GPUDevice, private readonly maxIdleBytes = 512 * 2 ** 20) {}
 
   acquire(size: number, usage: GPUBufferUsageFlags, label: string): GPUBuffer {
-    const rounded = roundSize(size);
+    const rounded = roundSize(size, this.device.limits.maxBufferSize);
     const key = `${usage}:${rounded}`;
     let buffer = this.idle.get(key)?.pop();
     if (buffer) {
@@ -63,8 +63,10 @@ export class BufferPool {
   }
 }
 
-function roundSize(size: number): number {
+function roundSize(size: number, maxBufferSize: number): number {
   const min = 256;
   if (size <= min) return min;
-  return 2 ** Math.ceil(Math.log2(size));
+  const pow2 = 2 ** Math.ceil(Math.log2(size));
+  // Near the device limit (which need not be a power of two) only align, never exceed it.
+  return pow2 <= maxBufferSize ? pow2 : Math.ceil(size / min) * min;
 }
