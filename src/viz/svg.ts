@@ -76,7 +76,7 @@ export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: 
       out.push(`<text x="${px(v)}" y="${py(v) + 17}" fill="${greyed[v] ? '#a6abb2' : '#6b3a12'}">I ${formatShort(tree.intensity[v])}</text>`);
     }
     if (tree.branches[v] > 0) {
-      out.push(`<text x="${px(v)}" y="${py(v) - 9}" fill="#1f5fbf" font-weight="700">+${tree.branches[v]} \u00b7 d${tree.depth[v]}</text>`);
+      out.push(`<text x="${px(v)}" y="${py(v) - (v === 0 ? 11 : 9)}" fill="#1f5fbf" font-weight="700" stroke-width="6">+${tree.branches[v]} \u00b7 d${tree.depth[v]}</text>`);
     }
   }
   out.push('</g>');
