@@ -122,6 +122,15 @@ describe.runIf(hasBrowser)('viz in a browser', () => {
     expect(nodes.fills).toEqual(expectedFills(first, 'weight'));
     const segments = await page.$$eval('#links path', (paths) => paths.reduce((n, p) => n + (p.getAttribute('d')!.match(/M/g) ?? []).length, 0));
     expect(segments).toBe(first.parent.length - 1);
+    // Pruned branches are greyed from the pruned node down; terminal steps are squares.
+    const greyed = greyedNodes(first);
+    expect(greyed.some((g) => g === 1)).toBe(true); // this workload has pruned branches to show
+    const greyedDrawn = await page.$$eval('#nodes .pruned', (els) => els.map((el) => Number(el.getAttribute('data-node'))));
+    expect(greyedDrawn).toEqual(first.parent.flatMap((_, v) => (greyed[v] ? [v] : [])));
+    const prunedLinks = await page.$$eval('#links path.pruned', (paths) => paths.reduce((n, p) => n + (p.getAttribute('d')!.match(/M/g) ?? []).length, 0));
+    expect(prunedLinks).toBe(greyed.reduce((a, g) => a + g, 0));
+    const squares = await page.$$eval('#nodes rect', (els) => els.map((el) => Number(el.getAttribute('data-node'))));
+    expect(squares).toEqual(first.parent.flatMap((_, v) => (first.terminal[v] ? [v] : [])));
 
     // The picker lists the embedded trees most contested first, then switches to the top one.
     const options = await page.$$eval('#picker option', (os) => os.map((o) => o.textContent ?? ''));

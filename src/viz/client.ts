@@ -298,7 +298,8 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     row(t, 'branches', fmt(c.branches[v]), 'new rollouts from here (x = ' + fmt(c.mass[v]) + ')');
     row(t, 'depth', fmt(c.depth[v]), c.branches[v] > 0 ? 'steps per new rollout' : 'none started here');
     row(t, '\u03c8', fmt(c.priority[v]), 'priority vs uniform split');
-    if (g.children[v].length > 0) row(t, 'fork I', fmt(c.intensity[v]), g.children[v].length + ' children');
+    var kids = g.children[v].length;
+    if (kids > 0) row(t, 'fork I', fmt(c.intensity[v]), kids === 1 ? '1 child: no contrast' : kids + ' children');
     tip.appendChild(t);
     tip.style.display = 'block';
     moveTip(e);
