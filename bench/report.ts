@@ -137,7 +137,7 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
     out.push(markdownTable(['path', 'ms per call (mean ± 95 %)', 'time ÷ CPU reference', 'GPU end to end ÷ path', 'check vs reference (max abs diff)'], rows).trimEnd());
     const b = w1.gpuBreakdown;
     if (b && gpu) {
-      out.push('', `GPU call breakdown on W1 (share of the end-to-end call, from the scorer's \`lastTimings\`): pack + upload ${pct(b.upload, b.total)}, submit → results mapped ${pct(b.wait, b.total)} (of which kernels ${b.kernels ? pct(b.kernels, b.total) : 'not measured: no timestamp queries'}), copy-out + scatter ${pct(b.readback, b.total)}.`);
+      out.push('', `GPU call breakdown on W1 (from the scorer's \`lastTimings\` over the sampled calls, as shares of the end-to-end call): pack + upload ${pct(b.upload, b.total)}, last submit → results mapped ${pct(b.wait, b.total)}, copy-out + scatter ${pct(b.readback, b.total)}; ${b.kernels ? `kernel time from timestamp queries ${pct(b.kernels, b.total)} (chunks are pipelined, so kernels overlap the upload of later chunks)` : 'no kernel time: the adapter has no timestamp queries'}.`);
     }
   }
 
