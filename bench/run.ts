@@ -157,17 +157,25 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
     } else res.skipped.tfjs = ctx.tfjsNote;
   }
 
-  const summary: Summary = await b.suite(
-    `${w.id} (${w.label})`,
-    b.configure({ cases: { minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime } }),
-    // A sync case is handed over as a factory so benny's type probe does not run it an extra time.
-    ...cases.map((c) => b.add(PATH_LABEL[c.path], c.fn.constructor.name === 'AsyncFunction' ? c.fn : () => c.fn, { minSamples: samplesFor(c.firstMs, ctx.sampling) })),
-    b.cycle((r: CaseResult) => `  ${r.name}: ${formatNumber(r.details.mean * 1000)} ms ± ${r.margin} % (${r.samples} samples)`),
-  );
+  // A path that throws mid-suite (a lost device, say) must not cost the run its other figures.
+  let summary: Summary | undefined;
+  try {
+    summary = await b.suite(
+      `${w.id} (${w.label})`,
+      b.configure({ cases: { minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime } }),
+      // A sync case is handed over as a factory so benny's type probe does not run it an extra time.
+      ...cases.map((c) => b.add(PATH_LABEL[c.path], c.fn.constructor.name === 'AsyncFunction' ? c.fn : () => c.fn, { minSamples: samplesFor(c.firstMs, ctx.sampling) })),
+      b.cycle((r: CaseResult) => `  ${r.name}: ${formatNumber(r.details.mean * 1000)} ms ± ${r.margin} % (${r.samples} samples)`),
+    );
+  } catch (err) {
+    const why = `the benchmark suite failed: ${err instanceof Error ? err.message : String(err)}`;
+    console.error(`  ${w.id}: ${why}`);
+    for (const c of cases) res.skipped[c.path] = why;
+  }
   cases.forEach((c, i) => {
-    const r = summary.results[i];
+    const r = summary?.results[i];
     if (r && r.completed) res.figures[c.path] = figureFromBenny(r);
-    else res.skipped[c.path] = 'benchmark did not complete';
+    else res.skipped[c.path] ??= 'benchmark did not complete';
   });
   // The breakdown comes from the calls Benchmark.js kept as samples (its last ones), not from its probe and calibration calls.
   const bd = breakdown(gpuTimings.slice(-(res.figures.gpu?.samples ?? 0) || gpuTimings.length));
@@ -183,7 +191,7 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
       try {
         const run = runNumpy(forest, { ...PARAMS, minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime, fewSamplesAboveMs: ctx.sampling.quick ? 400 : undefined });
         res.checks.numpy = checkAgainstReference(forest, ref, run.outputs);
-        if (res.checks.numpy.ok) res.figures.numpy = summarise(run.samplesMs, "python");
+        if (res.checks.numpy.ok) res.figures.numpy = summarise(run.samplesMs, 'python');
         console.log(`  ${PATH_LABEL.numpy}: ${formatNumber(res.figures.numpy?.meanMs ?? Number.NaN)} ms (${run.samplesMs.length} samples, timed in Python)`);
       } catch (err) {
         res.skipped.numpy = (err as Error).message;
