@@ -151,6 +151,22 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
     ...cols.map((p) => (w.figures[p] ? (w.figures.cpu as Figure).meanMs / (w.figures[p] as Figure).meanMs : '—')),
   ])).trimEnd());
 
+  const gws = r.workloads.filter((w) => w.figures.gpu && w.figures.cpu);
+  if (gws.length) {
+    out.push('', `#### Where the GPU path's time goes${emulated ? ' (CPU-emulated)' : ''}`, '', '(Per workload: the GPU end-to-end call against the CPU reference, and the shares of that call spent on the transfer floor (upload + readback with no compute, timed separately), on pack + upload and on kernels (timestamp queries, from the same calls). A floor share near 1 means data movement, not compute, sets the time.)', '');
+    out.push(markdownTable(['workload', 'GPU ÷ CPU time', 'floor ÷ GPU', 'pack + upload ÷ GPU', 'kernels ÷ GPU'], gws.map((w) => {
+      const g = w.figures.gpu as Figure;
+      const b = w.gpuBreakdown;
+      return [
+        w.id,
+        g.meanMs / (w.figures.cpu as Figure).meanMs,
+        w.figures.floor ? w.figures.floor.meanMs / g.meanMs : '—',
+        b ? b.upload.meanMs / b.total.meanMs : '—',
+        b?.kernels ? b.kernels.meanMs / b.total.meanMs : '—',
+      ];
+    })).trimEnd());
+  }
+
   const sweep = treeSweep(r);
   if (sweep.length) {
     const sc = PATHS.filter((p) => sweep.some((w) => w.figures[p]));

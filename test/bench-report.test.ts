@@ -129,3 +129,12 @@ describe('tiled batches', () => {
     expect(Array.from(b.intensity)).toEqual([...a.intensity, ...a.intensity]);
   });
 });
+
+describe('GPU time table', () => {
+  it('gives GPU ÷ CPU and the floor share per workload with a GPU figure', () => {
+    const md = renderReport(results(true), 'x.json').files['latest.md']!;
+    // W1: GPU 50 ms, CPU 100 ms, floor 10 ms; no breakdown in the fixture
+    expect(md).toMatch(/\| W1 \| 0\.5 \| 0\.2 \| — \| — \|/);
+    expect(md).not.toMatch(/\| dim-0 \| [\d.]+ \| /);
+  });
+});
