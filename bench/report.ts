@@ -21,7 +21,6 @@ function label(p: PathId, emulated: boolean): string {
   return emulated && GPU_PATHS.has(p) ? `${PATH_LABEL[p]} (CPU-emulated)` : PATH_LABEL[p];
 }
 
-const ms = (f: Figure | undefined) => (f ? f.meanMs : undefined);
 
 function treeSweep(r: BenchResults): WorkloadResult[] {
   return r.workloads.filter((w) => w.sweeps.includes('trees')).sort((a, b) => a.trees - b.trees);

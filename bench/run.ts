@@ -7,7 +7,7 @@ import type { CaseResult, Summary } from 'benny/lib/internal/common-types.js';
 import { allocate } from '../src/allocate/allocate.js';
 import type { PackedForest } from '../src/forest/packed.js';
 import { CpuScorer } from '../src/score/cpu.js';
-import { DEFAULT_PARAMS, type Scores } from '../src/score/types.js';
+import { DEFAULT_PARAMS } from '../src/score/types.js';
 import { formatNumber, markdownTable } from '../report/svg.js';
 import { checkAgainstReference } from './check.js';
 import { openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
