@@ -25,14 +25,18 @@ const POLICY_LR = 1;
 /**
  * TRACE rollouts per tree per allocation round, chosen per variant on tuning seeds 101–105 by
  * the summed final success over the three environments (`npx tsx eval/sweep.ts`, results/sweep.md).
+ * The closed-chains variant scored best with 1, but with one rollout per tree per round it never
+ * forms a contested fork (it degenerates into independent chains, which `independent` measures
+ * directly), so it runs with the next best, 2.
  */
-const TRACE_ROLLOUTS_PER_TREE: Partial<Record<AllocatorName, number>> = { trace: 4, 'trace-learned': 4, 'trace-closed': 1, 'trace-closed-learned': 1 };
+const TRACE_ROLLOUTS_PER_TREE: Partial<Record<AllocatorName, number>> = { trace: 4, 'trace-learned': 4, 'trace-closed': 2, 'trace-closed-learned': 2 };
 
 const LABEL: Record<AllocatorName, string> = {
   trace: 'TRACE (α=1, τ=0.5)',
   'trace-learned': 'TRACE (learned α, τ)',
   'trace-closed': 'TRACE, closed chains (proposal, not SPEC)',
   'trace-closed-learned': 'TRACE, closed chains, learned α, τ (proposal)',
+  independent: 'Independent chains (GRPO, no tree)',
   uniform: 'Uniform (Tree-GRPO)',
   entropy: 'Entropy (TreeRL/ARPO)',
   puct: 'PUCT (mctx)',

@@ -217,6 +217,23 @@ describe('training pieces', () => {
     expect(Math.abs(Math.log(p.alpha)) + Math.abs(Math.log(p.tau / 0.5))).toBeGreaterThan(0.01);
   });
 
+  it('with one rollout per tree per round, closed-chains TRACE grows independent chains and α, τ never move', () => {
+    const env = createEnv('dependency', 2);
+    const policy = new TabularPolicy(env.stateCount, env.actions);
+    const alloc = new TraceAllocator({ learn: true, baseDepth: 9, rolloutsPerTree: 1, closeExhausted: true });
+    const rng = new Rng(4);
+    for (let step = 0; step < 4; step++) {
+      const g = new Grower(new RolloutForest(env.dim), env, policy, rng, 600);
+      for (let t = 0; t < 4; t++) g.addRoot(t, env.start(t));
+      alloc.grow(g);
+      // Every non-root node has at most one child: the trees are stars of chains.
+      for (let v = 0; v < g.forest.size; v++) if (g.forest.parent[v] >= 0) expect(g.forest.children[v].length).toBeLessThanOrEqual(1);
+      // Nudge the policy so later steps differ from the first.
+      policy.logits[(env as DependencyEnv).correctKey] += 0.5;
+    }
+    expect(alloc.params()).toEqual({ alpha: 1, tau: 0.5 });
+  });
+
   it('meanCi gives the t interval', () => {
     const ci = meanCi([1, 2, 3, 4, 5]);
     expect(ci.mean).toBe(3);

@@ -1,5 +1,6 @@
 import type { LearnOptions } from '../../src/learn/state.js';
 import { EntropyAllocator } from './entropy.js';
+import { IndependentAllocator } from './independent.js';
 import { PuctAllocator } from './puct.js';
 import { SpoTreeAllocator } from './spo.js';
 import { TraceAllocator } from './trace.js';
@@ -7,7 +8,7 @@ import { TreePoAllocator } from './treepo.js';
 import type { Allocator } from './types.js';
 import { UniformAllocator } from './uniform.js';
 
-export const ALLOCATORS = ['trace', 'trace-learned', 'trace-closed', 'trace-closed-learned', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'] as const;
+export const ALLOCATORS = ['trace', 'trace-learned', 'trace-closed', 'trace-closed-learned', 'independent', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'] as const;
 export type AllocatorName = (typeof ALLOCATORS)[number];
 
 /**
@@ -21,6 +22,7 @@ export function createAllocator(name: AllocatorName, segment: number, traceRollo
     case 'trace-learned': return new TraceAllocator({ learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
     case 'trace-closed': return new TraceAllocator({ baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
     case 'trace-closed-learned': return new TraceAllocator({ learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
+    case 'independent': return new IndependentAllocator();
     case 'uniform': return new UniformAllocator();
     case 'entropy': return new EntropyAllocator();
     case 'puct': return new PuctAllocator();
