@@ -3,7 +3,10 @@
  * Chromium (software rendering, --disable-gpu) and times animation frames while the view zooms
  * continuously (fitted overview → 4× in) and then pans, one view change per frame.
  *
- *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/viz-frames.ts [nodes ...]   (default 1000 3000 6000)
+ *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/viz-frames.ts [--merge-links] [nodes ...]   (default 1000 3000 6000)
+ *
+ * --merge-links first merges the page's link paths back into one path per style (what the page
+ * drew before links were also split by vertical strip), for an A/B of that choice.
  *
  * Prints, per tree size: the first draw (layout + DOM build), the frame intervals while zooming
  * and panning (median, 95th percentile, share of frames within 20 ms ≈ one 60 Hz frame plus
@@ -49,10 +52,26 @@ const FRAME_PROBE = `(async () => {
   return { zoom, pan, settle };
 })()`;
 
+// Joins the strip paths of each style into one, in the page.
+const MERGE_LINKS = `(() => {
+  const groups = new Map();
+  for (const p of Array.from(document.querySelectorAll('#links path'))) {
+    const key = p.getAttribute('class') + '|' + p.getAttribute('style');
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(p);
+  }
+  for (const paths of groups.values()) {
+    paths[0].setAttribute('d', paths.map((p) => p.getAttribute('d')).join(''));
+    for (const p of paths.slice(1)) p.remove();
+  }
+})()`;
+
+const mergeLinks = process.argv.includes('--merge-links');
 const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
 const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-viz-frames-'));
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
 try {
+  if (mergeLinks) console.log('links merged into one path per style (the A side)');
   console.log('nodes   first draw ms   zoom: median p95 ≤20ms   pan: median p95 ≤20ms   settle: median p95 (ms)');
   for (const n of sizes.length > 0 ? sizes : [1000, 3000, 6000]) {
     const forest = generateForest({ trees: 1, dim: 8, seed: 5, minNodes: n, maxNodes: n });
@@ -63,6 +82,7 @@ try {
     const t0 = Date.now();
     await page.goto(pathToFileURL(file).href);
     await page.waitForSelector('body[data-tree]');
+    if (mergeLinks) await page.evaluate(MERGE_LINKS);
     // Until the first frame after the draw is painted.
     await page.evaluate('new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))');
     const firstDraw = Date.now() - t0;

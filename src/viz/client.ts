@@ -82,13 +82,16 @@ export const CLIENT_SCRIPT = String.raw`(function () {
 
   function draw(tree) {
     var c = tree.cols, g = state.geo, n = c.parent.length, v;
-    // Links in a few batched paths: (pruned | on the budget path | idle) × fork-intensity width class.
+    // Links batched into paths by style — (pruned | on the budget path | idle) × fork-intensity
+    // width class — and by vertical strip of the tree (the parent's), so that zoomed in, the
+    // browser skips the strips off screen instead of stroking every link of the tree.
     var batches = {};
+    var strip = Math.max(8 * L.dx, (g.maxX - g.minX) / 48);
     for (v = 1; v < n; v++) {
       var p = c.parent[v];
       var kind = g.greyed[v] ? 'pruned' : g.flow[v] ? 'flow' : 'idle';
       var widthClass = Math.round(Math.min(1, c.intensity[p]) * 8);
-      var key = kind + ' ' + widthClass;
+      var key = kind + ' ' + widthClass + ' ' + Math.floor((g.x[p] - g.minX) / strip);
       var my = (g.y[p] + g.y[v]) / 2;
       var seg = 'M' + g.x[p] + ',' + g.y[p] + 'C' + g.x[p] + ',' + my + ' ' + g.x[v] + ',' + my + ' ' + g.x[v] + ',' + g.y[v];
       (batches[key] || (batches[key] = [])).push(seg);
