@@ -96,8 +96,10 @@ function summarize(forest: PackedForest, scores: Scores, allocation: Allocation,
   // Rollouts placed anywhere under each node, to show where a contested fork's budget went.
   const below = Float64Array.from(allocation.branches);
   for (let v = forest.nodeCount - 1; v >= 0; v--) if (forest.parentRow[v] >= 0) below[forest.parentRow[v]] += below[v];
-  lines.push('', '  most contested forks (intensity I, sibling weights w, rollouts placed in the fork\'s subtree):');
-  for (const g of topGroups(forest, scores.intensity, 5)) {
+  // Forks the plan sends nothing to are contested but out of reach this step; show where budget went.
+  const reached = (g: number) => below[forest.groupParent[g]] > 0;
+  lines.push('', '  most contested forks that receive rollouts (intensity I, sibling weights w, rollouts in the fork\'s subtree):');
+  for (const g of topGroups(forest, scores.intensity, 5, reached)) {
     const t = forest.nodeTree[forest.groupParent[g]];
     const base = forest.treeOffset[t];
     const kids = forest.groupChild.subarray(forest.groupOffset[g], forest.groupOffset[g + 1]);
@@ -108,12 +110,13 @@ function summarize(forest: PackedForest, scores: Scores, allocation: Allocation,
   return `${lines.join('\n')}\n`;
 }
 
-/** Indices of the `count` groups with the highest intensity (ties to the larger group, then the earlier). */
-export function topGroups(forest: PackedForest, intensity: ArrayLike<number>, count: number): number[] {
+/** Indices of the `count` groups (passing `keep`) with the highest intensity; ties to the larger group, then the earlier. */
+export function topGroups(forest: PackedForest, intensity: ArrayLike<number>, count: number, keep: (g: number) => boolean = () => true): number[] {
   const size = (g: number) => forest.groupOffset[g + 1] - forest.groupOffset[g];
   const before = (a: number, b: number) => intensity[b] - intensity[a] || size(b) - size(a) || a - b;
   const best: number[] = [];
   for (let g = 0; g < forest.groupCount; g++) {
+    if (!keep(g)) continue;
     if (best.length < count || before(g, best[best.length - 1]) < 0) {
       best.push(g);
       best.sort(before);
