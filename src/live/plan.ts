@@ -65,7 +65,10 @@ export class LivePlanner {
     const key = `${opts.pruneRatio},${opts.widen},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
     if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
 
-    for (const slot of order) if (store.planDirty[slot]) this.refreshTree(slot, opts.pruneRatio);
+    // The global split needs every changed tree's statistics first; otherwise each tree is
+    // refreshed right before its flow, while its rows are still in cache.
+    const global = opts.totalBudget !== undefined;
+    if (global) for (const slot of order) if (store.planDirty[slot]) this.refreshTree(slot, opts.pruneRatio);
     if (this.budgets.length < T) {
       const n = Math.max(T, this.budgets.length * 2, 64);
       this.share = new Float64Array(n); this.budgets = new Float64Array(n);
@@ -91,7 +94,9 @@ export class LivePlanner {
     const replanned: string[] = [];
     for (let t = 0; t < T; t++) {
       const slot = order[t];
-      if (!store.planDirty[slot] && this.lastBudget[slot] === budgets[t]) continue;
+      const dirty = store.planDirty[slot] === 1;
+      if (!dirty && this.lastBudget[slot] === budgets[t]) continue;
+      if (dirty && !global) this.refreshTree(slot, opts.pruneRatio);
       this.flowTree(slot, budgets[t], opts);
       store.planDirty[slot] = 0;
       this.lastBudget[slot] = budgets[t];
