@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,7 +106,7 @@ function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
 
 let cachedForest: { key: string; forest: PackedForest } | undefined;
 
-async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNote: string; tfjs: boolean; tfjsNote: string; numpy: boolean; numpyNote: string; sampling: { minSamples: number; maxTime: number; quick: boolean } }): Promise<WorkloadResult> {
+async function runWorkload(w: Workload, ctx: { peers: boolean; gpu: GpuBench | undefined; gpuNote: string; tfjs: boolean; tfjsNote: string; numpy: boolean; numpyNote: string; sampling: { minSamples: number; maxTime: number; quick: boolean } }): Promise<WorkloadResult> {
   const t0 = performance.now();
   const key = forestKey(w);
   if (cachedForest?.key !== key) {
@@ -145,7 +145,8 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
     }
   }
 
-  if (w.peers) {
+  const peers = w.peers && ctx.peers;
+  if (peers) {
     const { roots, byRow } = toNested(forest);
     const [, naiveMs] = timed(() => scoreNaive(roots, PARAMS.alpha, PARAMS.tau));
     res.checks.naive = checkAgainstReference(forest, ref, naiveToArrays(forest, byRow));
@@ -186,7 +187,7 @@ async function runWorkload(w: Workload, ctx: { gpu: GpuBench | undefined; gpuNot
   }
 
   // numpy runs in its own process after the benny suite, timed by Python with the same sampling.
-  if (w.peers) {
+  if (peers) {
     if (ctx.numpy) {
       try {
         const run = runNumpy(forest, { ...PARAMS, minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime, fewSamplesAboveMs: ctx.sampling.quick ? 400 : undefined });
@@ -247,7 +248,7 @@ async function main(): Promise<void> {
   const results: WorkloadResult[] = [];
   try {
     for (const w of workloads) {
-      results.push(await runWorkload(w, { gpu, gpuNote, tfjs, tfjsNote, numpy: np.available, numpyNote, sampling }));
+      results.push(await runWorkload(w, { peers: flags.peers, gpu, gpuNote, tfjs, tfjsNote, numpy: np.available, numpyNote, sampling }));
       loads.push(os.loadavg()[0] ?? 0);
     }
   } finally {
@@ -278,6 +279,8 @@ async function main(): Promise<void> {
   console.log('');
   console.log(markdownTable(['workload', ...PATHS_PRINTED.map((p) => PATH_LABEL[p])], results.map((r) => [r.id, ...PATHS_PRINTED.map((p) => r.figures[p]?.meanMs ?? '—')])));
   console.log(`(ms per call, mean; ${adapter.emulated ? 'GPU rows are CPU-emulated (lavapipe): read them as ratios to the CPU reference' : ''})`);
+  const headline = readFileSync(path.join(flags.outDir, 'latest.md'), 'utf8').split('\n').find((l) => l.startsWith('On W1'));
+  if (headline) console.log(`\n${headline}`);
   console.log(`wrote ${file}`);
   for (const p of written) console.log(`wrote ${p}`);
 }
