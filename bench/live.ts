@@ -6,11 +6,12 @@
  *
  *   npm run bench:live            # writes bench/results/live-latest.{json,md} and live-latency.svg
  *   npm run bench:live -- --quick # 512 trees, fewer samples, writes nothing (smoke test)
+ *   npm run bench:live -- --report # re-render the .md and .svg from live-latest.json
  *
  * benny drives the cases (warm-up, sampling, time budget); every call is also timed on its
  * own so p50/p99 are of single updates, not of benny's cycle means.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import b from 'benny';
 import type { CaseResult } from 'benny/lib/internal/common-types.js';
@@ -168,20 +169,13 @@ async function main(): Promise<void> {
   context?.destroy();
   const finished = finishMachineInfo(machine, loads);
 
-  const rows = cases.map((c) => [
-    c.backend, label(c), c.dirtyGroups, c.total.p50, c.total.p99,
-    c.parts.change.p50, c.parts.rescore.p50, c.parts.plan.p50, Math.round(c.replannedTrees), c.total.n,
-  ]);
-  const header = ['backend', 'dirty', 'groups', 'p50 ms', 'p99 ms', 'change p50', 'rescore p50', 'plan p50', 'trees re-planned', 'updates'];
-  const table = markdownTable(header, rows);
-  console.log(`\n${table}`);
   const ratios = CASES.map((k) => {
     const cpu = cases.find((c) => c.backend === 'cpu' && c.fraction === k.fraction && c.mode === k.mode);
     const gpu = cases.find((c) => c.backend === 'gpu' && c.fraction === k.fraction && c.mode === k.mode);
     return cpu && gpu ? { case: label(k), p50: gpu.total.p50 / cpu.total.p50, p99: gpu.total.p99 / cpu.total.p99, rescoreP50: gpu.parts.rescore.p50 / cpu.parts.rescore.p50 } : undefined;
   }).filter((r) => r !== undefined);
   const onePct = cases.find((c) => c.backend === 'cpu' && c.fraction === 0.01 && c.mode === 'per-tree')!;
-  const result = {
+  const result: LiveResults = {
     benchmark: 'live',
     date: new Date().toISOString(),
     command: 'npm run bench:live',
@@ -194,42 +188,75 @@ async function main(): Promise<void> {
     cases,
     gpuOverCpu: ratios,
   };
+  console.log(`\n${table(result)}`);
   if (quick) { console.log('--quick: results not written'); return; }
+  writeFileSync(new URL('live-latest.json', RESULTS), `${JSON.stringify(result, null, 2)}\n`);
+  render(result);
+}
 
-  const dir = new URL('./results/', import.meta.url);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(new URL('live-latest.json', dir), `${JSON.stringify(result, null, 2)}\n`);
-  const backends = [...new Set(cases.map((c) => c.backend))];
+interface LiveResults {
+  benchmark: 'live';
+  date: string;
+  command: string;
+  workload: typeof SHAPE & { budget: number; update: string };
+  machine: ReturnType<typeof finishMachineInfo>;
+  adapter: string;
+  gpuIsEmulated: boolean;
+  sharedMachine: boolean;
+  target: { fraction: number; p99Ms: number; cpuP99Ms: number; met: boolean };
+  cases: CaseOut[];
+  gpuOverCpu: { case: string; p50: number; p99: number; rescoreP50: number }[];
+}
+
+const RESULTS = new URL('./results/', import.meta.url);
+
+function table(r: LiveResults): string {
+  const header = ['backend', 'dirty', 'groups', 'p50 ms', 'p99 ms', 'change p50', 'rescore p50', 'plan p50', 'trees re-planned', 'updates'];
+  return markdownTable(header, r.cases.map((c) => [
+    c.backend, label(c), c.dirtyGroups, c.total.p50, c.total.p99,
+    c.parts.change.p50, c.parts.rescore.p50, c.parts.plan.p50, Math.round(c.replannedTrees), c.total.n,
+  ]));
+}
+
+/** Results JSON → live-latest.md and live-latency.svg (also `--report`, without measuring). */
+function render(r: LiveResults): void {
+  mkdirSync(RESULTS, { recursive: true });
+  const m = r.machine;
+  const backends = [...new Set(r.cases.map((c) => c.backend))];
   const svg = barChart({
-    title: `Live forest, W1 resident: change + rescore + plan per update (${os.cpus().length} cores${finished.shared ? ', shared with other jobs' : ''})`,
+    title: `Live forest W1: ms per update (change + rescore + plan)`,
     yLabel: 'ms per update (log)',
     logY: true,
     categories: CASES.map((k) => `${label(k)} dirty`),
     groups: backends.flatMap((be) => (['p50', 'p99'] as const).map((q) => ({
-      name: `${be === 'gpu' ? `gpu (${result.gpuIsEmulated ? 'lavapipe' : adapter})` : 'cpu'} ${q}`,
-      values: CASES.map((k) => cases.find((c) => c.backend === be && c.fraction === k.fraction && c.mode === k.mode)?.total[q] ?? NaN),
+      name: `${be === 'gpu' ? `gpu (${r.gpuIsEmulated ? 'lavapipe' : r.adapter})` : 'cpu'} ${q}`,
+      values: CASES.map((k) => r.cases.find((c) => c.backend === be && c.fraction === k.fraction && c.mode === k.mode)?.total[q] ?? NaN),
     }))),
   });
-  writeFileSync(new URL('live-latency.svg', dir), svg);
+  writeFileSync(new URL('live-latency.svg', RESULTS), svg);
   const md = [
     '# Live forest latency (`npm run bench:live`)',
     '',
-    `${result.date}, ${finished.cpuModel}, ${finished.cores} cores, Node ${finished.node}; GPU adapter: ${adapter}` +
-      `${result.gpuIsEmulated ? ' (lavapipe: Vulkan emulated on the same CPU cores, so GPU figures are only meaningful as ratios to the CPU path)' : ''}.`,
-    `Load average ${finished.loadStart} at start, ${finished.loadEnd} at end${finished.shared ? ': **the machine was shared with other jobs during the run**, so figures include their interference' : ''}.`,
+    `${r.date}, ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; GPU adapter: ${r.adapter}` +
+      `${r.gpuIsEmulated ? ' (lavapipe: Vulkan emulated on the same CPU cores, so GPU figures are only meaningful as ratios to the CPU path)' : ''}.`,
+    `Load average ${m.loadStart} at start, ${m.loadEnd} at end${r.sharedMachine ? ': **the machine was shared with other jobs during the run**, so figures include their interference' : ''}.`,
     '',
-    `Workload: W1 resident (${SHAPE.trees} trees, branching ${SHAPE.branching}, depth ${SHAPE.depth}, dim ${SHAPE.dim}); per update, the given share of sibling groups gets new feedback on one child, then \`rescore()\` and \`plan({ budget: ${BUDGET} })\` (\"global\": \`plan({ totalBudget: ${BUDGET} × trees })\`). Times are per update (after ${WARMUP} warm-up updates), in ms.`,
+    `Workload: W1 resident (${r.workload.trees} trees, branching ${r.workload.branching}, depth ${r.workload.depth}, dim ${r.workload.dim}); per update, the given share of sibling groups gets new feedback on one child, then \`rescore()\` and \`plan({ budget: ${r.workload.budget} })\` ("global": \`plan({ totalBudget: ${r.workload.budget} × trees })\`). Times are per update (after ${WARMUP} warm-up updates), in ms; "change" is \`update()\` of the dirty groups' nodes.`,
     '',
-    table,
-    `Target p99 ≤ ${TARGET_MS} ms at 1 % dirty (CPU): measured ${formatNumber(onePct.total.p99)} ms — ${result.target.met ? 'met' : 'not met'}.`,
+    table(r),
+    `Target p99 ≤ ${r.target.p99Ms} ms at 1 % dirty (CPU): measured ${formatNumber(r.target.cpuP99Ms)} ms — ${r.target.met ? 'met' : 'not met'}.`,
     '',
-    ratios.length > 0 ? `GPU / CPU time ratio (p50): ${ratios.map((r) => `${r!.case}: ${formatNumber(r!.p50)}`).join(', ')}.` : 'No GPU adapter: GPU cases not run.',
+    r.gpuOverCpu.length > 0 ? `GPU / CPU time ratio (p50, same run): ${r.gpuOverCpu.map((x) => `${x.case}: ${formatNumber(x.p50)}`).join(', ')}.` : 'No GPU adapter: GPU cases not run.',
     '',
     '![latency](live-latency.svg)',
     '',
   ].join('\n');
-  writeFileSync(new URL('live-latest.md', dir), md);
-  console.log('wrote bench/results/live-latest.json, live-latest.md, live-latency.svg');
+  writeFileSync(new URL('live-latest.md', RESULTS), md);
+  console.log('wrote bench/results/live-latest.md, live-latency.svg');
 }
 
-main().catch((err) => { console.error(err); process.exitCode = 1; });
+if (process.argv.includes('--report')) {
+  render(JSON.parse(readFileSync(new URL('live-latest.json', RESULTS), 'utf8')) as LiveResults);
+} else {
+  main().catch((err) => { console.error(err); process.exitCode = 1; });
+}
