@@ -94,13 +94,13 @@ export class GpuLiveBackend implements LiveBackend {
     const runs: { groups: number[]; outStart: Int32Array; pending: Promise<ChunkOutputs> }[] = [];
     for (const [c, groups] of perChunk) {
       let nThread = 0;
-      for (const p of groups) if (routeToThread(store.childCount[p], 'auto')) nThread++;
+      for (const p of groups) if (routeToThread(store.childCount[p], 'auto', store.dim)) nThread++;
       const thread = new Uint32Array(nThread * 4), workgroup = new Uint32Array((groups.length - nThread) * 4);
       const outStart = new Int32Array(groups.length);
       let o = 0, t = 0, w = 0;
       groups.forEach((p, i) => {
         const k = store.childCount[p];
-        const toThread = routeToThread(k, 'auto');
+        const toThread = routeToThread(k, 'auto', store.dim);
         const list = toThread ? thread : workgroup;
         const at = toThread ? t++ * 4 : w++ * 4;
         list[at] = store.childStart[p] - c * CS;
