@@ -1,6 +1,6 @@
 // How the harness's two TRACE settings were chosen: rollouts per tree per allocation round
 // (1, 2, 4) and the base depth D0 (SPEC's 4, or a quarter of the horizon H), on tuning seeds
-// 101–105, which the reported runs (seeds 1–20) never use. `npx tsx eval/sweep.ts`
+// 101–105, which the reported runs (seeds 1–100) never use. `npx tsx eval/sweep.ts`
 import { writeFileSync } from 'node:fs';
 import { markdownTable } from '../report/svg.js';
 import { createEnv, ENVS } from './envs/index.js';

@@ -13,7 +13,8 @@ import type { Env } from '../eval/envs/types.js';
 import { treeMetrics } from '../eval/metrics.js';
 import { exhaustedNodes, packRollouts } from '../eval/pack.js';
 import { TabularPolicy } from '../eval/policy.js';
-import { meanCi } from '../eval/stats.js';
+import { blockChecks, checkDirection, direction, overallStatus, pairedGap } from '../eval/direction.js';
+import { meanCi, t95 } from '../eval/stats.js';
 import { train, updatePolicy } from '../eval/train.js';
 import { Grower, RolloutForest } from '../eval/tree.js';
 
@@ -239,5 +240,150 @@ describe('training pieces', () => {
     expect(ci.mean).toBe(3);
     expect(ci.hi - ci.mean).toBeCloseTo(2.776 * Math.sqrt(2.5 / 5), 10);
     expect(meanCi([7])).toEqual({ mean: 7, lo: 7, hi: 7, n: 1 });
+  });
+});
+
+/** Walsh patterns of period 4: zero mean over any multiple of 4 seeds, orthogonal to each other. */
+const WALSH = [[1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]];
+
+/**
+ * Per-seed final success for `seeds` seeds (a multiple of 4): the first allocator is the leader
+ * (a smooth per-seed baseline); every other one sits `gap` below it with per-seed spread
+ * `spread` (a ±spread Walsh pattern, its own per allocator), so (leader − it) has mean `gap` exactly.
+ */
+function runs(seeds: number, gaps: Record<string, [gap: number, spread: number]>): Record<string, number[]> {
+  const base = Array.from({ length: seeds }, (_, i) => 0.5 + 0.2 * Math.sin(i));
+  return Object.fromEntries(Object.entries(gaps).map(([name, [gap, spread]], k) => [name, base.map((x, i) => x - gap - spread * WALSH[k % 3][i % 4])]));
+}
+
+describe('direction (leader, leading group, separably behind)', () => {
+  it('t95 follows the t table up to 30 degrees of freedom and the expansion beyond', () => {
+    expect(t95(4)).toBe(2.776);
+    expect(t95(30)).toBe(2.042);
+    expect(t95(49)).toBeCloseTo(2.0096, 3);
+    expect(t95(99)).toBeCloseTo(1.9842, 3);
+    expect(t95(1e6)).toBeCloseTo(1.96, 3);
+    expect(meanCi(Array.from({ length: 50 }, (_, i) => i % 2)).hi - 0.5).toBeCloseTo(t95(49) * Math.sqrt(((50 / 49) * 0.25) / 50), 10);
+  });
+
+  it('is paired by seed: a constant per-seed gap separates even when the marginal intervals overlap', () => {
+    const b = [0.1, 0.3, 0.5, 0.7, 0.9];
+    const a = b.map((x) => x + 0.05);
+    expect(meanCi(b).hi).toBeGreaterThan(meanCi(a).mean); // the old "interval reaches the leader's mean" rule would call them tied
+    const d = direction({ b, a });
+    expect(d.leader).toBe('a');
+    expect(d.leadingGroup).toEqual(['a']);
+    expect(d.behind).toEqual(['b']);
+    expect(d.gaps.b.lo).toBeCloseTo(0.05, 12);
+  });
+
+  it('keeps noisy or identical allocators in the leading group and orders by mean', () => {
+    const lead = [1, 0.5, 1, 0.5, 1];
+    const noisy = [0.5, 1, 1, 0.5, 0.5]; // gaps 0.5, −0.5, 0, 0, 0.5: mean 0.1, interval contains 0
+    const low = [0.6, 0.05, 0.55, 0.1, 0.6]; // gaps 0.4–0.45 on every seed
+    const d = direction({ low, noisy, lead, same: [...lead] });
+    expect(d.leader).toBe('lead'); // exact tie with `same`: first in input order
+    expect(d.leadingGroup).toEqual(['lead', 'same', 'noisy']);
+    expect(d.behind).toEqual(['low']);
+    expect(pairedGap(lead, noisy).lo).toBeLessThan(0);
+    expect(d.gaps.same).toEqual({ mean: 0, lo: 0, hi: 0, n: 5 });
+  });
+
+  it('rejects runs with different seed counts', () => {
+    expect(() => direction({ a: [1, 0], b: [1] })).toThrow(/seeds/);
+    expect(() => pairedGap([1, 0], [1])).toThrow(/paired/);
+  });
+
+  const spec = ['trace', 'trace-learned'];
+  const check = (quick: Record<string, number[]>, full: Record<string, number[]>) => checkDirection(direction(quick), direction(full), spec);
+
+  it('passes when the leaders differ but each is inside the other run\'s leading group', () => {
+    const full = runs(100, { uniform: [0, 0], 'spo-tree': [0.01, 0.2], independent: [0.02, 0.2], trace: [0.3, 0.1], 'trace-learned': [0.25, 0.1] });
+    const quick = runs(20, { 'spo-tree': [0, 0], uniform: [0.02, 0.2], entropy: [0.03, 0.2], independent: [0.1, 0.05], trace: [0.3, 0.1], 'trace-learned': [0.25, 0.1] });
+    const c = check(quick, full);
+    expect(direction(full).leadingGroup).toEqual(['uniform', 'spo-tree', 'independent']);
+    expect(direction(quick).leadingGroup).toEqual(['spo-tree', 'uniform', 'entropy']);
+    expect(c.status).toBe('PASS');
+    expect(c.failures).toEqual([]);
+    // independent changes sides, which the check reports but does not fail on (entropy is not in the full run).
+    expect(c.otherDifferences).toEqual(['independent inside (full) vs outside (quick)']);
+  });
+
+  it('passes when SPEC TRACE is inside the leading group in both runs', () => {
+    const full = runs(100, { 'trace-closed': [0, 0], trace: [0.005, 0.2], 'trace-learned': [0.01, 0.2], uniform: [0.02, 0.2] });
+    const quick = runs(20, { uniform: [0, 0], 'trace-learned': [0.005, 0.2], 'trace-closed': [0.01, 0.2], trace: [0.02, 0.2] });
+    expect(check(quick, full).status).toBe('PASS');
+  });
+
+  it('fails when the quick leader is separably behind the full leader', () => {
+    const full = runs(100, { independent: [0, 0], treepo: [0.01, 0.2], uniform: [0.1, 0.1], trace: [0.5, 0.1], 'trace-learned': [0.5, 0.1] });
+    const quick = runs(20, { uniform: [0, 0], independent: [0.01, 0.2], trace: [0.5, 0.1], 'trace-learned': [0.5, 0.1] });
+    const c = check(quick, full);
+    expect(c.status).toBe('FAIL');
+    expect(c.failures).toEqual(['quick leader uniform is separably behind the full leader independent']);
+  });
+
+  it('fails when the full leader is separably behind the quick leader', () => {
+    const full = runs(100, { independent: [0, 0], treepo: [0.01, 0.2], trace: [0.5, 0.1], 'trace-learned': [0.5, 0.1] });
+    const quick = runs(20, { treepo: [0, 0], independent: [0.1, 0.05], trace: [0.5, 0.1], 'trace-learned': [0.5, 0.1] });
+    const c = check(quick, full);
+    expect(c.status).toBe('FAIL');
+    expect(c.failures).toEqual(['full leader independent is separably behind the quick leader treepo']);
+  });
+
+  it('is INCONCLUSIVE, not PASS, when the quick run calls SPEC TRACE tied with a gap interval that overlaps the full run\'s', () => {
+    // Full, 100 seeds: TRACE 5 points behind, separably (≈ ±3). Quick, 20 seeds: the same gap, ≈ ±7: tied.
+    const full = runs(100, { 'trace-closed': [0, 0], treepo: [0.005, 0.2], trace: [0.05, 0.15], 'trace-learned': [0.3, 0.1] });
+    const quick = runs(20, { 'trace-closed': [0, 0], treepo: [0.005, 0.2], trace: [0.05, 0.15], 'trace-learned': [0.3, 0.1] });
+    expect(direction(full).behind).toContain('trace');
+    expect(direction(quick).leadingGroup).toContain('trace');
+    const c = check(quick, full);
+    expect(c.status).toBe('INCONCLUSIVE');
+    expect(c.pass).toBe(false);
+    expect(c.failures).toEqual([]);
+    expect(c.unresolved).toHaveLength(1);
+    expect(c.unresolved[0]).toMatch(/^trace is outside the leading group in the full run but inside in the quick run; gap to trace-closed, points: full 5\.0 \[2\.0, 8\.0\], quick 5\.0 \[-\d\.\d, 1\d\.\d\] — the intervals overlap: compatible, not resolved$/);
+  });
+
+  it('fails when the quick run calls SPEC TRACE tied with a gap interval disjoint from the full run\'s', () => {
+    const full = runs(100, { uniform: [0, 0], puct: [0.005, 0.2], trace: [0.3, 0.1], 'trace-learned': [0.3, 0.1] });
+    const quick = runs(20, { uniform: [0, 0], puct: [0.005, 0.2], trace: [0.3, 0.1], 'trace-learned': [0.01, 0.3] });
+    const c = check(quick, full);
+    expect(c.status).toBe('FAIL');
+    expect(c.failures).toHaveLength(1);
+    expect(c.failures[0]).toMatch(/^trace-learned is outside the leading group in the full run but inside in the quick run; .* — the intervals are disjoint: contradiction$/);
+  });
+
+  it('is INCONCLUSIVE when the quick run separates SPEC TRACE that the full run only just cannot, and FAIL when their gap intervals are disjoint', () => {
+    // Full: 3.5 [−0.5, 7.5] points, tied. Quick: 6 [1, 11] points, separably behind; the intervals overlap.
+    const full = runs(100, { 'trace-closed': [0, 0], treepo: [0.005, 0.2], 'trace-learned': [0.035, 0.2], trace: [0.3, 0.1] });
+    const quick = runs(20, { 'trace-closed': [0, 0], treepo: [0.005, 0.2], 'trace-learned': [0.06, 0.1], trace: [0.3, 0.1] });
+    const c = check(quick, full);
+    expect(c.status).toBe('INCONCLUSIVE');
+    expect(c.unresolved[0]).toMatch(/^trace-learned is inside the leading group in the full run but outside in the quick run; .* — the intervals overlap/);
+    // Full: tied within ±1 point; quick: 10 [7.6, 12.4] points behind — disjoint.
+    const tight = runs(100, { 'trace-closed': [0, 0], treepo: [0.005, 0.2], 'trace-learned': [0, 0.05], trace: [0.3, 0.1] });
+    const quick2 = runs(20, { 'trace-closed': [0, 0], treepo: [0.005, 0.2], 'trace-learned': [0.1, 0.05], trace: [0.3, 0.1] });
+    const c2 = check(quick2, tight);
+    expect(c2.status).toBe('FAIL');
+    expect(c2.failures[0]).toMatch(/the intervals are disjoint: contradiction$/);
+    expect(overallStatus([c, check(full, full)])).toBe('INCONCLUSIVE');
+    expect(overallStatus([c, c2])).toBe('FAIL');
+    expect(overallStatus([check(full, full)])).toBe('PASS');
+  });
+
+  it('fails when an allocator the check needs is missing from one run', () => {
+    const full = runs(100, { uniform: [0, 0], puct: [0.005, 0.2], trace: [0.3, 0.1], 'trace-learned': [0.3, 0.1] });
+    const quick = runs(20, { puct: [0, 0], uniform: [0.005, 0.2], trace: [0.3, 0.1] });
+    const c = check(quick, full);
+    expect(c.status).toBe('FAIL');
+    expect(c.failures).toEqual(['trace-learned is missing from the quick run']);
+  });
+
+  it('checks disjoint blocks of a run against the whole run', () => {
+    const whole = runs(100, { uniform: [0, 0], puct: [0.005, 0.2], trace: [0.3, 0.1], 'trace-learned': [0.3, 0.1] });
+    const blocks = blockChecks(whole, 20, spec);
+    expect(blocks.map((b) => [b.from, b.to, b.check.status])).toEqual([[1, 20, 'PASS'], [21, 40, 'PASS'], [41, 60, 'PASS'], [61, 80, 'PASS'], [81, 100, 'PASS']]);
+    expect(blockChecks(whole, 40, spec).map((b) => b.to)).toEqual([40, 80]);
   });
 });
