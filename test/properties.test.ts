@@ -56,13 +56,18 @@ describe('scores (SPEC §2) — properties', () => {
     }), { numRuns: RUNS });
   });
 
-  it('scaling an embedding by a positive factor changes nothing', () => {
-    fc.assert(fc.property(forestArb({ maxDim: 5 }), fc.double({ min: 0.01, max: 100, noNaN: true }), fc.nat(), (input, factor, pick) => {
+  it('scaling an embedding by a positive factor changes nothing, down to subnormal and up to 1e300 magnitudes', () => {
+    const factorArb = fc.oneof(fc.double({ min: 0.01, max: 100, noNaN: true }), fc.constantFrom(1e-300, 1e-160, 1e-40, 1e40, 1e160, 1e300));
+    fc.assert(fc.property(forestArb({ maxDim: 5 }), factorArb, fc.nat(), (input, factor, pick) => {
       const base = scoreCpu(packForest(input));
       const scaled = structuredClone(input);
       const tree = scaled.trees[pick % scaled.trees.length];
       const node = tree.nodes[pick % tree.nodes.length];
-      node.embedding = Array.from(node.embedding ?? [], (x) => x * factor);
+      const original = Array.from(node.embedding ?? []);
+      const scaledRow = original.map((x) => x * factor);
+      // Scaling is exact only while every non-zero component stays in the normal float64 range.
+      fc.pre(original.every((x, d) => x === 0 || (Number.isFinite(scaledRow[d]) && Math.abs(scaledRow[d]) >= 2.2250738585072014e-308)));
+      node.embedding = scaledRow;
       const s = scoreCpu(packForest(scaled));
       for (const key of ['contrast', 'weight', 'gradAlpha', 'gradTau', 'intensity'] as const) {
         base[key].forEach((x, i) => expect(s[key][i]).toBeCloseTo(x, 6));
@@ -199,5 +204,14 @@ describe('validation — properties', () => {
         expect((err as ForestError).location).toMatchObject({ tree: t, treeId: `tree-${t}`, node: v, field: expected });
       }
     }), { numRuns: 300 });
+  });
+});
+
+describe('allocation refuses broken scores', () => {
+  it('throws, naming the tree and node, when a backend hands it a NaN weight', () => {
+    const f = packForest({ dim: 0, trees: [{ id: 'q', nodes: [{}, { parent: 0 }, { parent: 0 }] }] });
+    const s = scoreCpu(f);
+    (s.weight as Float64Array)[2] = NaN;
+    expect(() => allocate(f, s)).toThrow(/non-finite weight for tree "q" \(#0\), node 2/);
   });
 });

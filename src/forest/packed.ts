@@ -152,8 +152,6 @@ export function packColumns(columns: ForestColumns): PackedForest {
   };
 }
 
-const FLOAT32_MAX = 3.4028234663852886e38;
-
 /**
  * Validates a plain-object forest and packs it. Missing fields take SPEC §1 defaults;
  * a missing `dim` is taken from the first embedding (0 when there is none).
@@ -182,7 +180,7 @@ export function packForest(input: ForestInput): PackedForest {
   const visits = new Float64Array(nodeCount);
   const uncertainty = new Float64Array(nodeCount);
   const terminal = new Uint8Array(nodeCount);
-  const embedding = new Float64Array(nodeCount * dim);
+  const embedding = allocateEmbedding(nodeCount, dim);
 
   for (let t = 0; t < trees.length; t++) {
     const nodes = trees[t].nodes;
@@ -212,7 +210,6 @@ export function packForest(input: ForestInput): PackedForest {
       for (let d = 0; d < dim; d++) {
         const x = e[d];
         if (typeof x !== 'number' || !Number.isFinite(x)) throw new ForestError(at(`embedding[${d}]`), `must be a finite number, got ${describeValue(x)}`);
-        if (Math.abs(x) > FLOAT32_MAX) throw new ForestError(at(`embedding[${d}]`), `is beyond the float32 range embeddings are stored in, got ${x}`);
         embedding[row * dim + d] = x;
       }
     }
@@ -246,4 +243,13 @@ function numberField(value: unknown, fallback: number, at: { tree: number; treeI
 
 function isArrayLikeOfNumbers(value: unknown): value is ArrayLike<number> {
   return Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
+}
+
+/** The embedding matrix, or a ForestError on `dim` when it cannot exist (e.g. dim 1e10). */
+function allocateEmbedding(nodeCount: number, dim: number): Float64Array {
+  try {
+    return new Float64Array(nodeCount * dim);
+  } catch {
+    throw new ForestError({ field: 'dim' }, `${nodeCount} nodes × dim ${dim} is more embedding values than fit in memory`);
+  }
 }

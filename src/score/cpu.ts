@@ -4,6 +4,8 @@ import { CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scorer, type Sc
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
 export class CpuScratch {
   invNorm = new Float64Array(0);
+  /** For rows whose squares under- or overflow: ê = (x·rowScale)·invNorm, rowScale a power of two. */
+  rowScale = new Float64Array(0);
   contrast = new Float64Array(0);
   contrastDot = new Float64Array(0);
   weight = new Float64Array(0);
@@ -11,10 +13,42 @@ export class CpuScratch {
     if (this.invNorm.length >= k) return;
     const size = Math.max(k, this.invNorm.length * 2);
     this.invNorm = new Float64Array(size);
+    this.rowScale = new Float64Array(size);
     this.contrast = new Float64Array(size);
     this.contrastDot = new Float64Array(size);
     this.weight = new Float64Array(size);
   }
+}
+
+/**
+ * Sums of squares from about 1e-280 up are computed without losing the small components;
+ * below (or on overflow) the row is rescaled by a power of two first.
+ */
+const SAFE_SQUARE_SUM = 1e-280;
+
+/**
+ * Sets `invNorm[i]` (and `rowScale[i]`, 1 for ordinary rows) so that ê = (x·rowScale)·invNorm is
+ * the unit vector of the row; invNorm 0 marks a zero row.
+ */
+function rowNorm(embedding: ArrayLike<number>, base: number, dim: number, scratch: CpuScratch, i: number): void {
+  let sq = 0;
+  for (let d = 0; d < dim; d++) { const x = embedding[base + d]; sq += x * x; }
+  if (sq >= SAFE_SQUARE_SUM && sq < Infinity) {
+    scratch.invNorm[i] = 1 / Math.sqrt(sq);
+    scratch.rowScale[i] = 1;
+    return;
+  }
+  let max = 0;
+  for (let d = 0; d < dim; d++) max = Math.max(max, Math.abs(embedding[base + d]));
+  if (max === 0) { scratch.invNorm[i] = 0; scratch.rowScale[i] = 1; return; }
+  // Two power-of-two factors bring max into [1, 2) even from subnormals (2^1074 overflows alone).
+  const p = -Math.floor(Math.log2(max));
+  const half = Math.trunc(p / 2);
+  const first = 2 ** half, second = 2 ** (p - half);
+  let scaledSq = 0;
+  for (let d = 0; d < dim; d++) { const y = embedding[base + d] * first * second; scaledSq += y * y; }
+  scratch.rowScale[i] = first;
+  scratch.invNorm[i] = second / Math.sqrt(scaledSq);
 }
 
 function maxGroupSize(forest: PackedForest): number {
@@ -38,6 +72,22 @@ export function allocateScores(forest: PackedForest, params: ScoreParams): Score
 }
 
 /**
+ * A caller-kept cache of sibling-pair distances for `scoreGroupsCpu`. A pair's distance
+ * depends on the two embeddings only, so a caller whose embeddings stay put while rewards,
+ * visits and uncertainties change (a live forest) can skip the O(k²·dim) part. Group g's pairs
+ * (i < j, in loop order) sit at `values[offset[g] ..]`, k(k−1)/2 of them; `offset[g] < 0`: not
+ * cached. With `known[g]` = 1 they are read from there; otherwise they are computed as without
+ * a cache, stored there, and `known[g]` becomes 1. The scores are the same bit for bit.
+ */
+export interface PairDistances {
+  values: Float64Array;
+  offset: Int32Array;
+  known: Uint8Array;
+}
+
+const NO_VALUES = new Float64Array(0);
+
+/**
  * Scores groups `[groupStart, groupEnd)` of `forest` into `out` (SPEC §2), in float64.
  * The semantic distance uses d = ‖ê_i − ê_j‖²/4, which equals (1 − cos)/2 without the
  * cancellation of 1 − cos for near-duplicate siblings.
@@ -49,10 +99,12 @@ export function scoreGroupsCpu(
   groupStart = 0,
   groupEnd = forest.groupCount,
   scratch: CpuScratch = new CpuScratch(),
+  pairs?: PairDistances,
 ): void {
   const { dim, embedding, reward, visits, uncertainty, groupOffset, groupChild } = forest;
   const { alpha, tau } = params;
   const contrastOut = out.contrast, weightOut = out.weight, gaOut = out.gradAlpha, gbOut = out.gradTau;
+  const pairValues = pairs === undefined ? NO_VALUES : pairs.values;
   for (let g = groupStart; g < groupEnd; g++) {
     const first = groupOffset[g];
     const k = groupOffset[g + 1] - first;
@@ -63,12 +115,11 @@ export function scoreGroupsCpu(
       continue;
     }
     scratch.ensure(k);
-    const { invNorm, contrast: C, contrastDot: Cd, weight: w } = scratch;
+    let at = pairs === undefined ? -1 : pairs.offset[g];
+    const cached = at >= 0 && pairs!.known[g] === 1, fill = at >= 0 && !cached;
+    const { invNorm, rowScale, contrast: C, contrastDot: Cd, weight: w } = scratch;
     for (let i = 0; i < k; i++) {
-      const base = groupChild[first + i] * dim;
-      let sq = 0;
-      for (let d = 0; d < dim; d++) { const x = embedding[base + d]; sq += x * x; }
-      invNorm[i] = sq > 0 ? 1 / Math.sqrt(sq) : 0;
+      if (!cached) rowNorm(embedding, groupChild[first + i] * dim, dim, scratch, i);
       C[i] = 0; Cd[i] = 0;
     }
     for (let i = 0; i < k; i++) {
@@ -77,14 +128,22 @@ export function scoreGroupsCpu(
       for (let j = i + 1; j < k; j++) {
         const rj = groupChild[first + j];
         let dist: number;
-        if (ni === 0 || invNorm[j] === 0) {
+        if (cached) {
+          dist = pairValues[at++];
+        } else if (ni === 0 || invNorm[j] === 0) {
           dist = 0.5; // similarity 0 when either norm is 0 (covers dim = 0)
         } else {
           const bj = rj * dim, nj = invNorm[j];
           let sq = 0;
-          for (let d = 0; d < dim; d++) { const diff = embedding[bi + d] * ni - embedding[bj + d] * nj; sq += diff * diff; }
+          if (rowScale[i] === 1 && rowScale[j] === 1) {
+            for (let d = 0; d < dim; d++) { const diff = embedding[bi + d] * ni - embedding[bj + d] * nj; sq += diff * diff; }
+          } else {
+            const si = rowScale[i], sj = rowScale[j];
+            for (let d = 0; d < dim; d++) { const diff = embedding[bi + d] * si * ni - embedding[bj + d] * sj * nj; sq += diff * diff; }
+          }
           dist = Math.min(1, Math.max(0, sq / 4));
         }
+        if (fill) pairValues[at++] = dist;
         const dr = visits[ri] > 0 && visits[rj] > 0 ? Math.abs(reward[ri] - reward[rj]) : 0;
         const delta = dr + Math.abs(uncertainty[ri] - uncertainty[rj]);
         const den = delta + alpha * dist + CONTRAST_EPSILON;
@@ -107,6 +166,7 @@ export function scoreGroupsCpu(
       gbOut[row] = -(C[i] - wC) / tau;
     }
     out.intensity[g] = cSum / k;
+    if (fill) pairs!.known[g] = 1;
   }
 }
 
