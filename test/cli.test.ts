@@ -140,3 +140,49 @@ describe('trace-alloc demo', () => {
     expect(r.stdout).toMatch(/most contested forks/);
   });
 });
+
+describe('trace-alloc edge cases found in review', () => {
+  it('checks --out before any work and names it', () => {
+    const intoFile = runCli(['score', file, '--backend', 'cpu', '--out', join(file, 'plan.json')]);
+    expect(intoFile.code).toBe(2);
+    expect(intoFile.stderr).toMatch(/^trace-alloc: --out .*: cannot write there \(ENOTDIR\)\n$/);
+    const folder = runCli(['score', file, '--backend', 'cpu', '--out', dir]);
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toMatch(/is a folder/);
+  });
+
+  it('creates missing folders for --out only when the run succeeds', () => {
+    const nested = join(dir, 'new', 'deeper', 'plan.json');
+    expect(runCli(['score', join(dir, 'absent.json'), '--out', nested]).code).toBe(2);
+    expect(existsSync(join(dir, 'new'))).toBe(false);
+    expect(runCli(['score', file, '--backend', 'cpu', '--out', nested]).code).toBe(0);
+    expect(existsSync(nested)).toBe(true);
+  });
+
+  it('rejects budgets and depths beyond the Int32 plan arrays as bad flags', () => {
+    expect(runCli(['score', file, '--backend', 'cpu', '--budget', '3000000000']).stderr).toMatch(/budget must be an integer in \[0, 2147483647\]/);
+    const deep = runCli(['score', file, '--backend', 'cpu', '--base-depth', '3000000000']);
+    expect(deep.code).toBe(2);
+  });
+
+  it('exits 2 with one line on stderr when no command is given', () => {
+    const r = runCli([]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('reads a file that starts with a UTF-8 byte-order mark', () => {
+    const bom = join(dir, 'bom.json');
+    writeFileSync(bom, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(forest))]));
+    expect(runCli(['score', bom, '--backend', 'cpu']).code).toBe(0);
+  });
+
+  it('names dim when the embedding matrix cannot exist', () => {
+    const huge = join(dir, 'huge-dim.json');
+    writeFileSync(huge, '{"dim":10000000000,"trees":[{"nodes":[{}]}]}');
+    const r = runCli(['score', huge, '--backend', 'cpu']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/field "dim"/);
+  });
+});

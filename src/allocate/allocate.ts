@@ -2,7 +2,8 @@ import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import { liveNodes, splitGroups } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
-import { largestRemainder } from './rounding.js';
+import { LargestRemainder } from './rounding.js';
+import { OptionError } from '../util/errors.js';
 
 /** A plan in packed form: per-tree and per-row arrays aligned with the `PackedForest`. */
 export interface Allocation {
@@ -35,6 +36,7 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
     throw new RangeError(`scores do not match the forest (${scores.weight.length} weights for ${nodeCount} nodes)`);
   }
   const { weight, intensity } = scores;
+  assertFiniteScores(forest, scores);
   const live = liveNodes(forest);
   const split = splitGroups(forest, weight, live, opts.pruneRatio);
 
@@ -44,7 +46,7 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
     unallocatedTotal = splitGlobalBudget(forest, intensity, live, opts.totalBudget, opts.minPerTree, treeBudget);
   } else {
     const b = opts.budget;
-    if (typeof b !== 'number' && b.length !== treeCount) throw new RangeError(`budget has ${b.length} entries for ${treeCount} trees`);
+    if (typeof b !== 'number' && b.length !== treeCount) throw new OptionError(`budget has ${b.length} entries for ${treeCount} trees`);
     for (let t = 0; t < treeCount; t++) treeBudget[t] = typeof b === 'number' ? b : b[t];
   }
 
@@ -72,13 +74,10 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
   }
 
   const branches = new Int32Array(nodeCount);
-  const rows = new Int32Array(nodeCount);
-  for (let v = 0; v < nodeCount; v++) rows[v] = v;
-  const order = new Int32Array(nodeCount);
+  const rounding = new LargestRemainder();
   for (let t = 0; t < treeCount; t++) {
     if (unallocated[t] > 0 || treeBudget[t] === 0) continue;
-    const lo = treeOffset[t], hi = treeOffset[t + 1];
-    largestRemainder(mass, rows.subarray(lo, hi), treeBudget[t], branches, order.subarray(lo, hi));
+    rounding.round(mass, treeOffset[t], treeOffset[t + 1], treeBudget[t], branches);
   }
 
   const priority = new Float64Array(nodeCount);
@@ -121,14 +120,28 @@ function splitGlobalBudget(
     qSum += q[t];
   }
   if (total < minPerTree * liveTrees) {
-    throw new RangeError(`total budget ${total} is below minPerTree ${minPerTree} × ${liveTrees} live trees`);
+    throw new OptionError(`total budget ${total} is below minPerTree ${minPerTree} × ${liveTrees} live trees`);
   }
   if (liveTrees === 0) return total;
   const share = new Float64Array(treeCount);
   const rest = total - minPerTree * liveTrees;
   for (let t = 0; t < treeCount; t++) if (q[t] > 0) share[t] = minPerTree + (rest * q[t]) / qSum;
-  const trees = new Int32Array(treeCount);
-  for (let t = 0; t < treeCount; t++) trees[t] = t;
-  largestRemainder(share, trees, total, out, new Int32Array(treeCount));
+  new LargestRemainder().round(share, 0, treeCount, total, out);
   return 0;
+}
+
+/** A NaN weight would silently count as pruned; a backend that produced one has a bug to report. */
+function assertFiniteScores(forest: PackedForest, scores: Scores): void {
+  for (let v = 0; v < forest.nodeCount; v++) {
+    if (!Number.isFinite(scores.weight[v])) {
+      const t = forest.nodeTree[v];
+      throw new Error(`the ${scores.backend} backend returned a non-finite weight for tree ${JSON.stringify(forest.treeIds[t])} (#${t}), node ${v - forest.treeOffset[t]}`);
+    }
+  }
+  for (let g = 0; g < forest.groupCount; g++) {
+    if (!Number.isFinite(scores.intensity[g])) {
+      const p = forest.groupParent[g], t = forest.nodeTree[p];
+      throw new Error(`the ${scores.backend} backend returned a non-finite intensity for tree ${JSON.stringify(forest.treeIds[t])} (#${t}), parent node ${p - forest.treeOffset[t]}`);
+    }
+  }
 }

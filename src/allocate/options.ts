@@ -1,3 +1,5 @@
+import { OptionError } from '../util/errors.js';
+
 /** Allocation settings of SPEC §4. Every field is optional; defaults follow the spec. */
 export interface AllocateOptions {
   /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
@@ -45,25 +47,28 @@ export function resolveAllocateOptions(options: AllocateOptions = {}): ResolvedA
   const budget = options.budget ?? DEFAULT_BUDGET;
   check(Number.isFinite(pruneRatio) && pruneRatio >= 0 && pruneRatio < 1, 'pruneRatio must be in [0, 1)', pruneRatio);
   check(Number.isFinite(widen) && widen >= 0 && widen <= 1, 'widen must be in [0, 1]', widen);
-  check(Number.isInteger(baseDepth) && baseDepth >= 1, 'baseDepth must be an integer >= 1', baseDepth);
+  check(Number.isInteger(baseDepth) && baseDepth >= 1 && baseDepth <= MAX_WHOLE, `baseDepth must be an integer in [1, ${MAX_WHOLE}]`, baseDepth);
   check(Number.isFinite(depthGain) && depthGain >= 0, 'depthGain must be a finite number >= 0', depthGain);
-  check(Number.isInteger(minDepth) && minDepth >= 0, 'minDepth must be an integer >= 0', minDepth);
-  check(Number.isInteger(maxDepth) && maxDepth >= minDepth, `maxDepth must be an integer >= minDepth (${minDepth})`, maxDepth);
+  check(Number.isInteger(minDepth) && minDepth >= 0 && minDepth <= MAX_WHOLE, 'minDepth must be an integer >= 0', minDepth);
+  check(Number.isInteger(maxDepth) && maxDepth >= minDepth && maxDepth <= MAX_WHOLE, `maxDepth must be an integer in [minDepth (${minDepth}), ${MAX_WHOLE}]`, maxDepth);
   check(Number.isInteger(minPerTree) && minPerTree >= 0, 'minPerTree must be an integer >= 0', minPerTree);
   if (options.totalBudget !== undefined) {
-    check(isBudget(options.totalBudget), 'totalBudget must be an integer >= 0', options.totalBudget);
+    check(isBudget(options.totalBudget), `totalBudget must be an integer in [0, ${MAX_WHOLE}]`, options.totalBudget);
   } else if (typeof budget === 'number') {
-    check(isBudget(budget), 'budget must be an integer >= 0', budget);
+    check(isBudget(budget), `budget must be an integer in [0, ${MAX_WHOLE}]`, budget);
   } else {
-    for (let t = 0; t < budget.length; t++) check(isBudget(budget[t]), `budget[${t}] must be an integer >= 0`, budget[t]);
+    for (let t = 0; t < budget.length; t++) check(isBudget(budget[t]), `budget[${t}] must be an integer in [0, ${MAX_WHOLE}]`, budget[t]);
   }
   return { budget, totalBudget: options.totalBudget, minPerTree, pruneRatio, widen, baseDepth, depthGain, minDepth, maxDepth };
 }
 
+/** Branch counts and depths are stored as Int32, so budgets and depths stop at 2³¹ − 1. */
+export const MAX_WHOLE = 0x7fffffff;
+
 function isBudget(x: number): boolean {
-  return Number.isSafeInteger(x) && x >= 0;
+  return Number.isInteger(x) && x >= 0 && x <= MAX_WHOLE;
 }
 
 function check(ok: boolean, message: string, value: unknown): void {
-  if (!ok) throw new RangeError(`${message}, got ${String(value)}`);
+  if (!ok) throw new OptionError(`${message}, got ${String(value)}`);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { ForestError } from '../forest/errors.js';
+import { OptionError } from '../util/errors.js';
 import { UsageError } from './flags.js';
 
 const USAGE = `trace-alloc — TRACE rollout allocation for tree-structured agentic RL
@@ -33,11 +34,12 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${await version()}\n`);
       return 0;
     case undefined:
+      throw new UsageError("a command is needed: score, demo, viz or serve (see 'trace-alloc --help')");
     case '--help':
     case '-h':
     case 'help':
       process.stdout.write(`${USAGE}\n`);
-      return command === undefined ? 2 : 0;
+      return 0;
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo, viz, serve)`);
   }
@@ -60,7 +62,7 @@ async function version(): Promise<string> {
 
 /** Bad input and bad flags exit 2 with one line; anything else is our fault and exits 1. */
 function exitCodeFor(err: unknown): number {
-  return err instanceof UsageError || err instanceof ForestError || err instanceof RangeError ? 2 : 1;
+  return err instanceof UsageError || err instanceof ForestError || err instanceof OptionError ? 2 : 1;
 }
 
 main(process.argv.slice(2)).then(

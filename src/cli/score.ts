@@ -3,7 +3,7 @@ import { planToJson } from '../allocate/plan.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
-import { writeResult } from './output.js';
+import { checkOutputPath, writeResult } from './output.js';
 
 export const SCORE_USAGE = `usage: trace-alloc score FILE|- [--budget N | --total-budget N [--min-per-tree M]]
          [--alpha A] [--tau T] [--prune-ratio R] [--widen L] [--base-depth D]
@@ -14,6 +14,7 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, { ...SCORE_FLAGS, scores: 'boolean', out: 'string' });
   if (positionals.length !== 1) throw new UsageError(`score needs exactly one FILE (or - for standard input), got ${positionals.length}`);
   const settings = scoreSettings(values);
+  checkOutputPath(values.out as string | undefined);
   const forest = loadForestFile(positionals[0]);
   const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;

@@ -1,3 +1,4 @@
+import { checkOutputPath } from './output.js';
 import { allocate } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import { loadForestFile } from '../forest/load.js';
@@ -32,6 +33,7 @@ export async function runViz(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(`viz needs exactly one FILE (or - for standard input), got ${positionals.length}`);
   const out = values.out as string | undefined;
   if (out === undefined || out === '-') throw new UsageError('viz needs --out FILE (the page is a file to open in a browser)');
+  checkOutputPath(out);
   const maxTrees = values['max-trees'] as number | undefined;
   if (maxTrees !== undefined && maxTrees < 1) throw new UsageError(`--max-trees must be an integer >= 1, got ${maxTrees}`);
   const metric = values.metric as ColorMetric | undefined;

@@ -42,12 +42,18 @@ export function loadForestFile(path: string): PackedForest {
   }
   const lower = path.toLowerCase();
   const format: ForestFormat | undefined = lower.endsWith('.jsonl') || lower.endsWith('.ndjson') ? 'jsonl' : lower.endsWith('.json') ? 'json' : undefined;
+  bytes = withoutByteOrderMark(bytes);
   if (format === 'jsonl') return packForest(parseJsonLines(linesOf(bytes)));
   if (bytes.length >= MAX_STRING_BYTES) {
     if (format === 'json') throw new ForestError({}, `${path} is ${bytes.length} bytes, too large for one JSON document; write it as JSON Lines (.jsonl) instead`);
     return packForest(parseJsonLines(linesOf(bytes)));
   }
   return parseForest(bytes.toString('utf8'), format);
+}
+
+/** A UTF-8 byte-order mark (some Windows tools write one) is not JSON. */
+function withoutByteOrderMark(bytes: Buffer): Buffer {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
 }
 
 /** V8's maximum string length in UTF-16 units (bytes are an upper bound on that). */

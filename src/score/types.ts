@@ -1,4 +1,5 @@
 import type { PackedForest } from '../forest/packed.js';
+import { OptionError } from '../util/errors.js';
 
 /** The two learnable scalars of SPEC §2, given in natural (not log) space. */
 export interface ScoreParams {
@@ -42,7 +43,7 @@ export interface Scorer {
 export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   const alpha = params?.alpha ?? DEFAULT_PARAMS.alpha;
   const tau = params?.tau ?? DEFAULT_PARAMS.tau;
-  if (!(alpha > 0) || !Number.isFinite(alpha)) throw new RangeError(`alpha must be a finite number > 0, got ${alpha}`);
-  if (!(tau > 0) || !Number.isFinite(tau)) throw new RangeError(`tau must be a finite number > 0, got ${tau}`);
+  if (!(alpha > 0) || !Number.isFinite(alpha)) throw new OptionError(`alpha must be a finite number > 0, got ${alpha}`);
+  if (!(tau > 0) || !Number.isFinite(tau)) throw new OptionError(`tau must be a finite number > 0, got ${tau}`);
   return { alpha, tau };
 }

@@ -1,3 +1,4 @@
+import { OptionError } from '../util/errors.js';
 import type { Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
@@ -31,7 +32,7 @@ const COLUMNS = ['parent', 'reward', 'visits', 'uncertainty', 'terminal', 'contr
 export function renderTreeView(forest: PackedForest, scores: Scores, allocation: Allocation, options: TreeViewOptions = {}): TreeViewPage {
   const selection = selectTrees(forest, scores, options);
   const metric = options.metric ?? 'weight';
-  if (!COLOR_METRICS.includes(metric)) throw new RangeError(`metric must be one of ${COLOR_METRICS.join(', ')}, got ${String(metric)}`);
+  if (!COLOR_METRICS.includes(metric)) throw new OptionError(`metric must be one of ${COLOR_METRICS.join(', ')}, got ${String(metric)}`);
   const trees = selection.trees.map((t) => pageTree(extractTree(forest, scores, allocation, t)));
   const opts = allocation.options;
   const data = {

@@ -1,3 +1,4 @@
+import { OptionError } from '../util/errors.js';
 import type { Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
@@ -56,7 +57,7 @@ export function rankTreesByContest(forest: PackedForest, scores: Scores): number
 export function extractTree(forest: PackedForest, scores: Scores, allocation: Allocation, t: number): TreeColumns {
   checkInputs(forest, scores, allocation);
   if (!Number.isInteger(t) || t < 0 || t >= forest.treeCount) {
-    throw new RangeError(`tree #${t} is not in the forest (it has ${forest.treeCount} trees)`);
+    throw new OptionError(`tree #${t} is not in the forest (it has ${forest.treeCount} trees)`);
   }
   const lo = forest.treeOffset[t], hi = forest.treeOffset[t + 1];
   const rows = (column: ArrayLike<number>) => Array.from({ length: hi - lo }, (_, v) => column[lo + v]);
@@ -132,12 +133,12 @@ export const DEFAULT_MAX_NODES = 60_000;
 export function selectTrees(forest: PackedForest, scores: Scores, options: SelectOptions = {}): TreeSelection {
   const maxTrees = options.maxTrees ?? DEFAULT_MAX_TREES;
   const maxNodes = options.maxNodes ?? DEFAULT_MAX_NODES;
-  if (!Number.isInteger(maxTrees) || maxTrees < 1) throw new RangeError(`maxTrees must be an integer >= 1, got ${maxTrees}`);
-  if (!(maxNodes >= 1)) throw new RangeError(`maxNodes must be >= 1, got ${maxNodes}`);
-  if (forest.treeCount === 0) throw new RangeError('the forest has no trees to draw');
+  if (!Number.isInteger(maxTrees) || maxTrees < 1) throw new OptionError(`maxTrees must be an integer >= 1, got ${maxTrees}`);
+  if (!(maxNodes >= 1)) throw new OptionError(`maxNodes must be >= 1, got ${maxNodes}`);
+  if (forest.treeCount === 0) throw new OptionError('the forest has no trees to draw');
   const checkTree = (t: number, what: string) => {
     if (!Number.isInteger(t) || t < 0 || t >= forest.treeCount) {
-      throw new RangeError(`${what} #${t} is not in the forest (it has ${forest.treeCount} trees)`);
+      throw new OptionError(`${what} #${t} is not in the forest (it has ${forest.treeCount} trees)`);
     }
   };
   const ranked = rankTreesByContest(forest, scores);

@@ -1,3 +1,4 @@
+import { OptionError } from '../util/errors.js';
 import type { Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
@@ -22,7 +23,7 @@ const LINK = { idle: '#a3acb9', flow: '#34507a', pruned: '#d4d7dc' } as const;
  */
 export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: Allocation, treeIndex: number, options: TreeSvgOptions = {}): string {
   const metric = options.metric ?? 'weight';
-  if (!COLOR_METRICS.includes(metric)) throw new RangeError(`metric must be one of ${COLOR_METRICS.join(', ')}, got ${String(metric)}`);
+  if (!COLOR_METRICS.includes(metric)) throw new OptionError(`metric must be one of ${COLOR_METRICS.join(', ')}, got ${String(metric)}`);
   const tree = extractTree(forest, scores, allocation, treeIndex);
   const geo = layoutTree(tree.parent, { dx: 20, dy: 64, badged: tree.branches });
   const children = childLists(tree.parent);

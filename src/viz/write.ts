@@ -1,5 +1,4 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { writeFileAtomic as writeAtomically } from '../util/atomic-write.js';
 import type { Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
@@ -38,19 +37,4 @@ export interface WriteTreeSvgOptions extends TreeSvgOptions {
 export function writeTreeSvg(forest: PackedForest, scores: Scores, allocation: Allocation, tree: number, options: WriteTreeSvgOptions): { path: string; bytes: number } {
   const svg = renderTreeSvg(forest, scores, allocation, tree, options);
   return { path: writeAtomically(options.outFile, svg), bytes: Buffer.byteLength(svg) };
-}
-
-/** Through a temporary file and a rename, so a failed write never leaves half a page behind. */
-function writeAtomically(file: string, text: string): string {
-  const path = resolve(file);
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  try {
-    writeFileSync(tmp, text);
-    renameSync(tmp, path);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-  return path;
 }

@@ -1,0 +1,7 @@
+/**
+ * A setting out of its documented range (α, τ, budgets, depths…). The CLI reports it like a
+ * bad flag (exit 2); every other RangeError is an internal failure (exit 1).
+ */
+export class OptionError extends RangeError {
+  override name = 'OptionError';
+}
