@@ -3,8 +3,10 @@
 // with one kernel file; WGSL has no includes.
 //
 // Layout (one chunk of a packed forest; see docs/GPU.md "Device layout"):
-//   feat[slot]  per child slot: reward and uncertainty as f32 hi/lo pairs (so differences of
-//               nearly equal values keep float64-like precision) and a visited flag.
+//   feat[slot]  per child slot: reward and uncertainty minus their group's reference value
+//               (float64 on the host), as f32 hi/lo pairs (so differences of nearly equal
+//               values keep float64-like precision relative to the group's spread), and a
+//               visited flag. The host keeps |value − reference| ≤ 1e30, so Δ stays finite.
 //   emb         `stride` scalars per child slot, slot-major, so a group's rows are contiguous.
 //   work[i]     one entry per group to score: (first slot, k, first output slot, output index).
 //   out[o]      per output slot (C, w, gA, gB); `.w` and `.x/.z` double as scratch for the

@@ -49,8 +49,8 @@ interface Case {
   trees: number;
   maxNodes: number;
   shape: 'random' | 'star' | 'chain' | 'binary';
-  emb: 'random' | 'near-duplicate' | 'identical' | 'zero' | 'scaled' | 'huge' | 'tiny' | 'mixed';
-  rewards: 'binary' | 'continuous' | 'near-equal' | 'large';
+  emb: 'random' | 'near-duplicate' | 'identical' | 'zero' | 'scaled' | 'huge' | 'tiny' | 'mixed' | 'extreme';
+  rewards: 'binary' | 'continuous' | 'near-equal' | 'large' | 'offset';
   unvisited: number;
   allTerminal: boolean;
   alpha: number;
@@ -66,8 +66,8 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   trees: fc.integer({ min: 1, max: 6 }),
   maxNodes: fc.integer({ min: 1, max: 60 }),
   shape: fc.constantFrom('random', 'star', 'chain', 'binary'),
-  emb: fc.constantFrom('random', 'near-duplicate', 'identical', 'zero', 'scaled', 'huge', 'tiny', 'mixed'),
-  rewards: fc.constantFrom('binary', 'continuous', 'near-equal', 'large'),
+  emb: fc.constantFrom('random', 'near-duplicate', 'identical', 'zero', 'scaled', 'huge', 'tiny', 'mixed', 'extreme'),
+  rewards: fc.constantFrom('binary', 'continuous', 'near-equal', 'large', 'offset'),
   unvisited: fc.constantFrom(0, 0.3, 1),
   allTerminal: fc.boolean(),
   alpha: fc.oneof(fc.constant(1), logUniform(1e-3, 1e3)),
@@ -93,13 +93,23 @@ function buildCase(c: Case): PackedForest {
   const parents = Array.from({ length: c.trees }, () => parentsOf(rng, c));
   const n = parents.reduce((s, p) => s + p.length, 0);
   const { dim } = c;
-  const e = new Float32Array(n * dim);
+  // Float64, as forests read from files are; values are f32 except for 'extreme' rows.
+  const e = new Float64Array(n * dim);
+  // 'extreme': each row gets its own magnitude, from 1e-300 to 1e300 (float64 only, far outside
+  // f32) — half of them along one direction (different scales, same direction), half random.
+  const magnitudes = [1e-300, 1e-160, 1e-45, 1e-40, 1e-20, 1, 1e20, 1e39, 1e160, 1e300];
   const base = Array.from({ length: dim }, () => rng.normal());
   const flat = parents.flat();
   for (let row = 0, offset = 0, t = 0; row < n; row++) {
     if (row - offset >= parents[t].length) { offset += parents[t].length; t++; }
     const mode = c.emb === 'mixed' ? (['random', 'near-duplicate', 'identical', 'zero', 'scaled'] as const)[rng.int(0, 4)] : c.emb;
     const parentRow = flat[row] < 0 ? -1 : offset + flat[row];
+    if (mode === 'extreme') {
+      const m = magnitudes[rng.int(0, magnitudes.length - 1)];
+      const along = rng.bernoulli(0.5);
+      for (let d = 0; d < dim; d++) e[row * dim + d] = (along ? base[d] : rng.normal()) * m;
+      continue;
+    }
     for (let d = 0; d < dim; d++) {
       const anchor = parentRow >= 0 ? e[parentRow * dim + d] || base[d] : base[d];
       let x: number;
@@ -112,7 +122,7 @@ function buildCase(c: Case): PackedForest {
         case 'tiny': x = rng.normal() * 1e-30; break;
         default: x = rng.normal();
       }
-      e[row * dim + d] = x;
+      e[row * dim + d] = Math.fround(x);
     }
   }
   const r0 = rng.next();
@@ -123,9 +133,13 @@ function buildCase(c: Case): PackedForest {
       case 'binary': reward = rng.int(0, 1); break;
       case 'near-equal': reward = r0 + rng.int(-2, 2) * 1e-9; break;
       case 'large': reward = 1e6 + rng.normal(); break;
+      // A large offset shared by the tree (±1e15 … ±1e20) with differences of 1/8: the f32
+      // hi/lo split holds these only relative to a per-group reference value.
+      case 'offset': reward = r0 * 1e20 * (r0 < 0.5 ? -1 : 1) + 1e15 + rng.int(0, 8) * 0.125 * 2 ** Math.floor(r0 * 20); break;
       default: reward = rng.next();
     }
-    const uncertainty = c.rewards === 'near-equal' ? 0.25 + rng.int(0, 2) * 1e-10 : Math.abs(rng.normal()) * 0.5;
+    const uncertainty = c.rewards === 'near-equal' ? 0.25 + rng.int(0, 2) * 1e-10
+      : c.rewards === 'offset' ? 3e14 + rng.int(0, 4) * 0.0625 : Math.abs(rng.normal()) * 0.5;
     return { reward, visits, uncertainty, terminal: c.allTerminal ? row > 0 || rng.bernoulli(0.5) : rng.bernoulli(0.1) };
   }, e);
 }
@@ -167,12 +181,14 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     ctx?.destroy();
   });
 
-  const check = async (forest: PackedForest, params: { alpha: number; tau: number }, route: Route = 'auto') => {
+  // `independent: false` for rows beyond ~1e±154: test/reference squares them plainly, so its
+  // norms under/overflow float64 there (src/score/cpu.ts rescales, as the kernels do).
+  const check = async (forest: PackedForest, params: { alpha: number; tau: number }, route: Route = 'auto', independent = true) => {
     const gpu = await scorers.get(route)!.score(forest, params);
     const cpu = scoreCpu(forest, params);
     const d = deviation(forest, gpu, cpu);
     expect(withinTolerance(d), d.worst).toBe(true);
-    if (forest.nodeCount * forest.dim < 2e6) {
+    if (independent && forest.nodeCount * forest.dim < 2e6) {
       const di = deviation(forest, gpu, independentScores(forest, params));
       expect(withinTolerance(di), `against test/reference: ${di.worst}`).toBe(true);
     }
@@ -186,7 +202,7 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
       fc.asyncProperty(caseArb, async (c) => {
         runs++;
         const forest = buildCase(c);
-        const { gpu, cpu } = await check(forest, c, c.route);
+        const { gpu, cpu } = await check(forest, c, c.route, c.emb !== 'extreme');
         if (expectSameAllocation(forest, gpu, cpu, c.seed)) nearTies++;
       }),
       { numRuns: 500 },

@@ -90,7 +90,7 @@ export function forestOf(
   dim: number,
   parents: number[][],
   fill: (row: number) => { reward?: number; visits?: number; uncertainty?: number; terminal?: boolean },
-  embedding: Float32Array,
+  embedding: Float32Array | Float64Array,
 ): PackedForest {
   const treeOffset = new Int32Array(parents.length + 1);
   parents.forEach((p, t) => (treeOffset[t + 1] = treeOffset[t] + p.length));

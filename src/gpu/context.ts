@@ -125,6 +125,23 @@ export class GpuContext {
   }
 
   private scratch = new ArrayBuffer(0);
+  private readonly idleQuerySets: GPUQuerySet[] = [];
+  /** Timestamp query sets ever created: one per call in flight at most, then reused. */
+  querySetsCreated = 0;
+
+  /** A two-entry timestamp query set, reused across calls (one per call in flight). */
+  acquireQuerySet(): GPUQuerySet {
+    const q = this.idleQuerySets.pop();
+    if (q) return q;
+    this.querySetsCreated++;
+    return this.device.createQuerySet({ label: 'trace-score-timestamps', type: 'timestamp', count: 2 });
+  }
+
+  /** Returns a query set once the submission that wrote it has completed (its readback mapped). */
+  releaseQuerySet(q: GPUQuerySet): void {
+    if (this.destroyed) q.destroy();
+    else this.idleQuerySets.push(q);
+  }
 
   /**
    * A host buffer of at least `bytes`, reused across calls for packing uploads (valid until
@@ -203,6 +220,7 @@ export class GpuContext {
     if (this.destroyed) return;
     this.destroyed = true;
     this.scratch = new ArrayBuffer(0);
+    for (const q of this.idleQuerySets.splice(0)) q.destroy();
     this.pool.trim();
     this.device.destroy();
   }

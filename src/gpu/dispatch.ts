@@ -80,7 +80,7 @@ export function submitChunk(
   const release = () => {
     for (const b of [work, uniforms, out, outI, readback]) pool.release(b);
     if (resolve) pool.release(resolve);
-    querySet?.destroy();
+    if (querySet) ctx.releaseQuerySet(querySet);
   };
 
   const submitted = ctx.guard('scoring a chunk', () => {
@@ -109,7 +109,7 @@ export function submitChunk(
     const enc = device.createCommandEncoder({ label: 'trace-score' });
     let timestampWrites: GPUComputePassTimestampWrites | undefined;
     if (resolve) {
-      querySet = device.createQuerySet({ type: 'timestamp', count: 2 });
+      querySet = ctx.acquireQuerySet();
       timestampWrites = { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 };
     }
     const pass = enc.beginComputePass({ label: 'trace-score', timestampWrites });

@@ -1,3 +1,5 @@
+import { ForestError, type ForestErrorLocation } from '../forest/errors.js';
+
 /** Thrown when no WebGPU adapter can be found; the message says how to get one. */
 export class GpuUnavailableError extends Error {
   override readonly name = 'GpuUnavailableError';
@@ -21,8 +23,42 @@ export class GpuDeviceLostError extends Error {
 
 /** A WebGPU validation or out-of-memory error, caught through an error scope. */
 export class GpuValidationError extends Error {
-  override readonly name = 'GpuValidationError';
+  override readonly name: string = 'GpuValidationError';
   constructor(readonly during: string, message: string) {
     super(`WebGPU error while ${during}: ${message}`);
   }
+}
+
+/**
+ * A valid forest the float32 kernels cannot score faithfully: within one sibling group the
+ * rewards or uncertainties, relative to the group's own reference value, leave the range the
+ * f32 hi/lo features hold (`GPU_FEATURE_LIMIT`). Names the tree, the parent node and the
+ * field. `backend: 'auto'` scores such a forest on the CPU instead.
+ */
+export class GpuInputRangeError extends ForestError {
+  constructor(location: ForestErrorLocation, reason: string) {
+    super(location, reason);
+    this.name = 'GpuInputRangeError';
+  }
+}
+
+/** α or τ outside what the float32 kernels can use; `backend: 'auto'` scores on the CPU instead. */
+export class GpuParamRangeError extends RangeError {
+  override readonly name = 'GpuParamRangeError';
+}
+
+/**
+ * The GPU returned a non-finite score (found by the O(n) scan after every readback): an
+ * internal error, never returned silently. `backend: 'auto'` redoes that call on the CPU.
+ */
+export class GpuNonFiniteError extends GpuValidationError {
+  override readonly name = 'GpuNonFiniteError';
+  constructor(readonly where: string) {
+    super('checking the results', `a non-finite value came back (${where}); the results were discarded`);
+  }
+}
+
+/** Errors after which `backend: 'auto'` scores that call on the CPU (the device stays in use). */
+export function isCpuFallbackError(err: unknown): err is GpuInputRangeError | GpuParamRangeError | GpuNonFiniteError {
+  return err instanceof GpuInputRangeError || err instanceof GpuParamRangeError || err instanceof GpuNonFiniteError;
 }

@@ -1,5 +1,6 @@
 import { ForestError } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
+import { GpuInputRangeError } from './errors.js';
 import { toHalfBits } from './half.js';
 
 /**
@@ -80,33 +81,91 @@ export function planChunks(forest: PackedForest, f16: boolean, maxBytes: number)
   return chunks;
 }
 
-/** Node features of slots `[s0, s1)`: reward and uncertainty as f32 hi/lo pairs, visited flag. */
-export function packFeatures(forest: PackedForest, slots: ArrayLike<number>, out = new Float32Array(slots.length * FEAT_FLOATS)): Float32Array {
-  const { groupChild, reward, uncertainty, visits } = forest;
-  for (let i = 0; i < slots.length; i++) {
-    const row = groupChild[slots[i]];
-    writeFeature(out, i * FEAT_FLOATS, reward[row], uncertainty[row], visits[row]);
+/**
+ * Largest |reward − ref| or |uncertainty − ref| (ref: the group's reference value) the f32
+ * kernels accept: pairwise differences then stay far from the f32 range (Δ ≤ 4e30). Beyond it
+ * the gpu backend throws `GpuInputRangeError` and `auto` scores on the CPU.
+ */
+export const GPU_FEATURE_LIMIT = 1e30;
+
+/** Node feature columns read by the feature packing (a PackedForest, or a mirror of it). */
+export type FeatureColumns = Pick<PackedForest, 'reward' | 'visits' | 'uncertainty'>;
+
+/**
+ * Node features of the chunk-aligned slots `[s0, s1)` (whole groups): reward and uncertainty
+ * relative to their group's reference as f32 hi/lo pairs, and the visited flag.
+ */
+export function packFeatureRange(forest: PackedForest, s0: number, s1: number, cols: FeatureColumns = forest): Float32Array {
+  const out = new Float32Array((s1 - s0) * FEAT_FLOATS);
+  if (s1 <= s0) return out;
+  const { groupOffset, parentGroup, groupChild } = forest;
+  for (let g = parentGroup[groupChild[s0]]; g < forest.groupCount && groupOffset[g] < s1; g++) {
+    writeGroupFeatures(forest, g, cols, out, (groupOffset[g] - s0) * FEAT_FLOATS);
   }
   return out;
 }
 
-export function packFeatureRange(forest: PackedForest, s0: number, s1: number): Float32Array {
-  const { groupChild, reward, uncertainty, visits } = forest;
-  const out = new Float32Array((s1 - s0) * FEAT_FLOATS);
+/**
+ * Writes the k features of group `g` at `out[at…]`. Rewards and uncertainties are stored
+ * relative to a per-group reference (the midpoint of the group's range, in float64; Δr and Δu
+ * are translation-invariant), so their f32 hi/lo split is precise relative to the group's
+ * spread rather than to the values' magnitude: siblings at 1e15 + 0.5 and 1e15 keep their 0.5.
+ * Rewards of unvisited children never enter Δr, so they neither set the reference nor count
+ * against the range (they are stored as 0). Throws `GpuInputRangeError` when a group's
+ * relative values exceed `GPU_FEATURE_LIMIT`.
+ */
+export function writeGroupFeatures(forest: PackedForest, g: number, cols: FeatureColumns, out: Float32Array, at: number): void {
+  const { groupOffset, groupChild } = forest;
+  const { reward, uncertainty, visits } = cols;
+  const s0 = groupOffset[g], s1 = groupOffset[g + 1];
+  let rMin = Infinity, rMax = -Infinity, uMin = Infinity, uMax = -Infinity;
   for (let s = s0; s < s1; s++) {
     const row = groupChild[s];
-    writeFeature(out, (s - s0) * FEAT_FLOATS, reward[row], uncertainty[row], visits[row]);
+    const u = uncertainty[row];
+    if (u < uMin) uMin = u;
+    if (u > uMax) uMax = u;
+    if (visits[row] > 0) {
+      const r = reward[row];
+      if (r < rMin) rMin = r;
+      if (r > rMax) rMax = r;
+    }
   }
-  return out;
+  const rRef = rMin <= rMax ? rMin / 2 + rMax / 2 : 0;
+  const uRef = uMin / 2 + uMax / 2;
+  if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(forest, g, 'reward', rMin, rMax);
+  if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(forest, g, 'uncertainty', uMin, uMax);
+  for (let s = s0, o = at; s < s1; s++, o += FEAT_FLOATS) {
+    const row = groupChild[s];
+    const visited = visits[row] > 0;
+    writeFeature(out, o, visited ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
+  }
 }
 
-export function writeFeature(out: Float32Array, at: number, reward: number, uncertainty: number, visits: number): void {
-  const rHi = Math.fround(reward);
-  const uHi = Math.fround(uncertainty);
+function rangeError(forest: PackedForest, g: number, field: string, min: number, max: number): never {
+  const parentRow = forest.groupParent[g];
+  const tree = forest.nodeTree[parentRow];
+  const what = field === 'reward' ? 'rewards of its visited children' : 'uncertainties of its children';
+  throw new GpuInputRangeError(
+    { tree, treeId: forest.treeIds[tree], node: parentRow - forest.treeOffset[tree], field },
+    `the ${what} span [${min}, ${max}], more than the gpu backend's float32 kernels hold (at most ${GPU_FEATURE_LIMIT} either side ` +
+      `of the group's midpoint); use the cpu backend (backend auto does)`,
+  );
+}
+
+/**
+ * One feature record: `reward − rewardRef` and `uncertainty − uncertaintyRef` (float64) as f32
+ * hi/lo pairs, and the visited flag. The references default to 0 (absolute values, as
+ * src/live/gpu.ts writes them).
+ */
+export function writeFeature(out: Float32Array, at: number, reward: number, uncertainty: number, visits: number, rewardRef = 0, uncertaintyRef = 0): void {
+  const r = reward - rewardRef;
+  const u = uncertainty - uncertaintyRef;
+  const rHi = Math.fround(r);
+  const uHi = Math.fround(u);
   out[at] = rHi;
-  out[at + 1] = reward - rHi;
+  out[at + 1] = r - rHi;
   out[at + 2] = uHi;
-  out[at + 3] = uncertainty - uHi;
+  out[at + 3] = u - uHi;
   out[at + 4] = visits > 0 ? 1 : 0;
   out[at + 5] = 0;
 }
@@ -127,6 +186,14 @@ export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number,
       out.set(embedding.subarray(r0 * dim, (r0 + e - s) * dim), (s - s0) * dim);
       s = e;
     }
+    // Rows whose magnitude leaves the safe f32 range are redone from the source, scaled.
+    if (dim > 0) {
+      const bits = new Int32Array(out.buffer, out.byteOffset, n);
+      for (let s = s0; s < s1; s++) {
+        const at = (s - s0) * dim;
+        if (!f32RowInRange(bits, at, dim)) writeF32Row(out, at, embedding, groupChild[s] * dim, dim);
+      }
+    }
     return out;
   }
   const stride = embStride(dim, true);
@@ -137,6 +204,55 @@ export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number,
 }
 
 /**
+ * Rows whose max-abs lies in [2^-63, 2^65) go to the device as they are: the kernels' row
+ * scale handles them exactly (its max-abs path covers sums of squares outside [1e-30, 1e30]).
+ * Rows outside it are scaled by `writeF32Row`.
+ */
+export const ROW_SAFE_MIN = 2 ** -63;
+export const ROW_SAFE_MAX = 2 ** 65;
+
+/**
+ * Whether the f32 row at `bits[at…at+dim)` (raw bits) has its max-abs in [2^-63, 2^65), with
+ * two ORs per value and no compare: the exponent field has bit 6 or 7 set somewhere iff some
+ * |x| ≥ 2^-63, and |bits| + 2^29 wraps negative iff |x| ≥ 2^65 (or is ∞/NaN).
+ */
+function f32RowInRange(bits: Int32Array, at: number, dim: number): boolean {
+  let any = 0, over = 0;
+  for (let d = at, end = at + dim; d < end; d++) {
+    const a = bits[d] & 0x7fffffff;
+    any |= a;
+    over |= (a + 0x20000000) | 0;
+  }
+  return (any & 0x60000000) !== 0 && over >= 0;
+}
+
+/**
+ * One embedding row narrowed to f32 at `out[at…]`, from `src[from…from+dim)` (float64 or
+ * f32). A row whose max-abs lies outside [2^-63, 2^65) — e.g. 1e-40 (f32 subnormal, flushed
+ * by GPUs), 1e-300 (0 in f32) or 1e39 (∞ in f32) — is first scaled by the power of two that
+ * brings its max-abs into [1, 2): exact apart from the final rounding, and harmless to cosine
+ * similarity. Other rows are copied as they are. A zero row stays zero. Returns whether the
+ * row was scaled. (src/live/gpu.ts may adopt this for its own uploads.)
+ */
+export function writeF32Row(out: Float32Array, at: number, src: ArrayLike<number>, from: number, dim: number): boolean {
+  let m = 0;
+  for (let d = 0; d < dim; d++) {
+    const a = Math.abs(src[from + d]);
+    if (a > m) m = a;
+  }
+  if (m === 0 || (m >= ROW_SAFE_MIN && m < ROW_SAFE_MAX)) {
+    for (let d = 0; d < dim; d++) out[at + d] = src[from + d];
+    return false;
+  }
+  const e = Math.floor(Math.log2(m));
+  // 2^-e can itself overflow/underflow float64 (|e| > 1022): scale in two steps.
+  const h = Math.trunc(-e / 2);
+  const a = 2 ** h, b = 2 ** (-e - h);
+  for (let d = 0; d < dim; d++) out[at + d] = src[from + d] * a * b;
+  return true;
+}
+
+/**
  * One row as f16. The row is first scaled by a power of two that brings its max-abs into
  * [1, 2) — exact in f32 and harmless to cosine similarity — so no row overflows f16 and
  * tiny rows do not flush to zero.
@@ -144,8 +260,15 @@ export function packEmbeddingRange(forest: PackedForest, s0: number, s1: number,
 export function writeHalfRow(out: Uint16Array, at: number, src: ArrayLike<number>, from: number, dim: number): void {
   let m = 0;
   for (let d = 0; d < dim; d++) m = Math.max(m, Math.abs(src[from + d]));
-  const scale = m > 0 ? 2 ** -Math.floor(Math.log2(m)) : 0;
-  for (let d = 0; d < dim; d++) out[at + d] = toHalfBits(src[from + d] * scale);
+  if (m === 0) {
+    for (let d = 0; d < dim; d++) out[at + d] = 0;
+    return;
+  }
+  // 2^-e can itself leave the float64 range (rows near 1e±308): scale in two steps.
+  const e = Math.floor(Math.log2(m));
+  const h = Math.trunc(-e / 2);
+  const a = 2 ** h, b = 2 ** (-e - h);
+  for (let d = 0; d < dim; d++) out[at + d] = toHalfBits(src[from + d] * a * b);
 }
 
 /** Work entries (first slot, k, first output slot, output index) for whole groups, in chunk-local slots. */

@@ -1,24 +1,36 @@
 /**
  * Reuses GPU buffers across scoring calls. A buffer is handed to one caller at a time
- * (acquire → release), so concurrent calls never share one. Sizes are rounded up to a
- * power of two so forests of similar size hit the same buffers; idle buffers beyond
- * `maxIdleBytes` are destroyed, which keeps GPU memory flat across repeated calls.
+ * (acquire → release), so concurrent calls never share one. Sizes are rounded up so forests
+ * of similar size hit the same buffers: to a power of two up to 1 MiB, and above that to an
+ * eighth of the next power of two (≤ 25 % slack instead of up to 100 %). Idle buffers are kept
+ * up to the larger of `minIdleBytes` and the peak bytes ever in use at once, so a workload
+ * that needs N bytes per call reuses its buffers instead of destroying and recreating them
+ * (what a fixed 512 MiB cap did at 16 384 trees), while memory stays flat across calls.
  */
 export interface PoolStats {
   /** Bytes of buffers handed out and not yet released. */
   inUseBytes: number;
   /** Bytes of idle buffers kept for reuse. */
   idleBytes: number;
+  /** Largest `inUseBytes` so far: the idle cap grows to it. */
+  peakInUseBytes: number;
   /** Buffers ever created. */
   created: number;
+  /** Buffers destroyed on release because the idle cap was reached. */
+  destroyed: number;
 }
 
 export class BufferPool {
   private readonly idle = new Map<string, GPUBuffer[]>();
   private readonly inUse = new Set<GPUBuffer>();
-  private stats: PoolStats = { inUseBytes: 0, idleBytes: 0, created: 0 };
+  private stats: PoolStats = { inUseBytes: 0, idleBytes: 0, peakInUseBytes: 0, created: 0, destroyed: 0 };
 
-  constructor(private readonly device: GPUDevice, private readonly maxIdleBytes = 512 * 2 ** 20) {}
+  constructor(private readonly device: Pick<GPUDevice, 'createBuffer' | 'limits'>, private readonly minIdleBytes = 64 * 2 ** 20) {}
+
+  /** Current cap on idle bytes. */
+  get maxIdleBytes(): number {
+    return Math.max(this.minIdleBytes, this.stats.peakInUseBytes);
+  }
 
   acquire(size: number, usage: GPUBufferUsageFlags, label: string): GPUBuffer {
     const rounded = roundSize(size, this.device.limits.maxBufferSize);
@@ -32,6 +44,7 @@ export class BufferPool {
     }
     this.inUse.add(buffer);
     this.stats.inUseBytes += rounded;
+    this.stats.peakInUseBytes = Math.max(this.stats.peakInUseBytes, this.stats.inUseBytes);
     return buffer;
   }
 
@@ -42,6 +55,7 @@ export class BufferPool {
     if (buffer.mapState !== 'unmapped') buffer.unmap();
     if (this.stats.idleBytes + size > this.maxIdleBytes) {
       buffer.destroy();
+      this.stats.destroyed++;
       return;
     }
     const key = `${buffer.usage}:${size}`;
@@ -51,11 +65,12 @@ export class BufferPool {
     this.stats.idleBytes += size;
   }
 
-  /** Destroys idle buffers (in-use ones are destroyed with the device). */
+  /** Destroys idle buffers (in-use ones are destroyed with the device) and resets the idle cap. */
   trim(): void {
     for (const list of this.idle.values()) for (const b of list) b.destroy();
     this.idle.clear();
     this.stats.idleBytes = 0;
+    this.stats.peakInUseBytes = this.stats.inUseBytes;
   }
 
   snapshot(): PoolStats {
@@ -63,10 +78,14 @@ export class BufferPool {
   }
 }
 
-function roundSize(size: number, maxBufferSize: number): number {
-  const min = 256;
-  if (size <= min) return min;
+const MIN_SIZE = 256;
+const FINE_FROM = 2 ** 20;
+
+/** The pooled size for a request of `size` bytes (exported for tests). */
+export function roundSize(size: number, maxBufferSize: number): number {
+  if (size <= MIN_SIZE) return MIN_SIZE;
   const pow2 = 2 ** Math.ceil(Math.log2(size));
+  const rounded = pow2 <= FINE_FROM ? pow2 : Math.ceil(size / (pow2 / 8)) * (pow2 / 8);
   // Near the device limit (which need not be a power of two) only align, never exceed it.
-  return pow2 <= maxBufferSize ? pow2 : Math.ceil(size / min) * min;
+  return rounded <= maxBufferSize ? rounded : Math.ceil(size / MIN_SIZE) * MIN_SIZE;
 }

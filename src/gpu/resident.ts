@@ -3,9 +3,10 @@ import type { PackedForest } from '../forest/packed.js';
 import { resolveParams, type ScoreParams, type Scores } from '../score/types.js';
 import type { GpuContext } from './context.js';
 import { loadPipelines, submitChunk, submitTransferOnly, type ChunkInputs, type ChunkOutputs } from './dispatch.js';
+import { GpuNonFiniteError, GpuParamRangeError } from './errors.js';
 import {
   buildWork, chunkSizes, embBytesPerSlot, embStride, FEAT_BYTES, FEAT_FLOATS, packEmbeddingRange, packFeatureRange, planChunks,
-  writeFeature, writeHalfRow, type Chunk, type Route,
+  writeF32Row, writeGroupFeatures, writeHalfRow, type Chunk, type FeatureColumns, type Route,
 } from './layout.js';
 
 export interface ResidentOptions {
@@ -23,7 +24,8 @@ export interface GpuTimings {
   upload: number;
   /** GPU time of the compute passes (timestamp queries), or the wait for results without them. */
   kernels: number;
-  kernelsFrom: 'timestamp-query' | 'wait';
+  /** Where `kernels` came from; 'none' when no kernel ran (the transfer floor). */
+  kernelsFrom: 'timestamp-query' | 'wait' | 'none';
   /** From the last submit until the last result was mapped (GPU tail plus transfer back). */
   wait: number;
   /** Host time copying mapped results out and scattering them to node rows. */
@@ -65,6 +67,12 @@ export class ResidentForest {
   private readonly groupChunk: Int32Array;
   /** Slot of each row (its position in `groupChild`), -1 for roots. */
   private readonly rowSlot: Int32Array;
+  /**
+   * Host copy of the features on the device (float64): a feature write re-packs the row's
+   * whole group relative to its reference value (`writeGroupFeatures`), which needs the
+   * group's other rows.
+   */
+  private readonly cols: { reward: Float64Array; visits: Float64Array; uncertainty: Float64Array };
 
   private constructor(
     private readonly ctx: GpuContext,
@@ -78,6 +86,7 @@ export class ResidentForest {
     for (const s of states) this.groupChunk.fill(s.chunk.index, s.chunk.groupStart, s.chunk.groupEnd);
     this.rowSlot = new Int32Array(forest.nodeCount).fill(-1);
     for (let slot = 0; slot < forest.groupChild.length; slot++) this.rowSlot[forest.groupChild[slot]] = slot;
+    this.cols = { reward: Float64Array.from(forest.reward), visits: Float64Array.from(forest.visits), uncertainty: Float64Array.from(forest.uncertainty) };
   }
 
   /** Uploads `forest` to the device. */
@@ -115,28 +124,58 @@ export class ResidentForest {
 
   /**
    * Overwrites reward, visits and uncertainty of `rows` on the device with the values at the
-   * same rows of `source` (e.g. the updated PackedForest). Roots are ignored: no group reads them.
+   * same rows of `source` (e.g. the updated PackedForest). Roots are ignored: no group reads
+   * them. Each touched group is re-packed relative to its reference value (one write per
+   * group); nothing is written when a value is invalid or a group leaves the f32 range
+   * (`GpuInputRangeError`).
    */
   writeNodeFeatures(rows: ArrayLike<number>, source: Pick<PackedForest, 'reward' | 'visits' | 'uncertainty'>): void {
     this.checkAlive();
     const f = this.forest;
-    const one = new Float32Array(FEAT_FLOATS);
+    const changed: number[] = [];
     for (let i = 0; i < rows.length; i++) {
       const row = checkRow(f, rows[i]);
-      const slot = this.rowSlot[row];
-      if (slot < 0) continue;
+      if (this.rowSlot[row] < 0) continue;
       const r = source.reward[row], n = source.visits[row], u = source.uncertainty[row];
       const where = (field: string) => this.location(row, field);
       if (!Number.isFinite(r)) throw new ForestError(where('reward'), `must be a finite number, got ${describeValue(r)}`);
       if (!Number.isInteger(n) || n < 0) throw new ForestError(where('visits'), `must be an integer >= 0, got ${describeValue(n)}`);
       if (!Number.isFinite(u) || u < 0) throw new ForestError(where('uncertainty'), `must be a finite number >= 0, got ${describeValue(u)}`);
-      writeFeature(one, 0, r, u, n);
-      const s = this.states[this.groupChunk[f.parentGroup[row]]];
-      this.ctx.device.queue.writeBuffer(s.feat, (slot - s.chunk.slotStart) * FEAT_BYTES, one);
+      changed.push(row);
     }
+    const groups = this.groupsOfRows(changed);
+    // Stage the new values over the mirror, pack every touched group (which may throw), and
+    // only then commit: a failed write leaves device and mirror as they were.
+    const c = this.cols;
+    const old = changed.map((row) => [c.reward[row], c.visits[row], c.uncertainty[row]] as const);
+    for (const row of changed) {
+      c.reward[row] = source.reward[row];
+      c.visits[row] = source.visits[row];
+      c.uncertainty[row] = source.uncertainty[row];
+    }
+    const packed: Float32Array[] = [];
+    try {
+      for (const g of groups) {
+        const k = f.groupOffset[g + 1] - f.groupOffset[g];
+        const out = new Float32Array(k * FEAT_FLOATS);
+        writeGroupFeatures(f, g, c as FeatureColumns, out, 0);
+        packed.push(out);
+      }
+    } catch (err) {
+      changed.forEach((row, i) => ([c.reward[row], c.visits[row], c.uncertainty[row]] = old[i]));
+      throw err;
+    }
+    groups.forEach((g, i) => {
+      const s = this.states[this.groupChunk[g]];
+      this.ctx.device.queue.writeBuffer(s.feat, (f.groupOffset[g] - s.chunk.slotStart) * FEAT_BYTES, packed[i]);
+    });
   }
 
-  /** Overwrites the embeddings of `rows` on the device from `source` (row-major, `nodeCount × dim`). */
+  /**
+   * Overwrites the embeddings of `rows` on the device from `source` (row-major, `nodeCount × dim`).
+   * Rows are narrowed with `writeF32Row` (f32) or `writeHalfRow` (f16), so magnitudes outside
+   * the f32 range are scaled rather than flushed or overflowed.
+   */
   writeEmbeddings(rows: ArrayLike<number>, source: Float32Array | Float64Array): void {
     this.checkAlive();
     const f = this.forest;
@@ -144,6 +183,7 @@ export class ResidentForest {
     if (dim === 0) return;
     if (source.length !== f.nodeCount * dim) throw new ForestError({ field: 'embedding' }, `matrix has ${source.length} values, expected ${f.nodeCount} × ${dim}`);
     const half = this.f16 ? new Uint16Array(embStride(dim, true)) : undefined;
+    const single = this.f16 ? undefined : new Float32Array(dim);
     for (let i = 0; i < rows.length; i++) {
       const row = checkRow(f, rows[i]);
       const slot = this.rowSlot[row];
@@ -158,9 +198,8 @@ export class ResidentForest {
         writeHalfRow(half, 0, source, row * dim, dim);
         this.ctx.device.queue.writeBuffer(s.emb, offset, half);
       } else {
-        // writeBuffer copies raw bytes, so float64 rows are narrowed to f32 first.
-        const rowData = source.subarray(row * dim, (row + 1) * dim);
-        this.ctx.device.queue.writeBuffer(s.emb, offset, rowData instanceof Float32Array ? rowData : Float32Array.from(rowData));
+        writeF32Row(single!, 0, source, row * dim, dim);
+        this.ctx.device.queue.writeBuffer(s.emb, offset, single!);
       }
     }
   }
@@ -169,7 +208,7 @@ export class ResidentForest {
   async rescore(groupIds: ArrayLike<number>, params?: Partial<ScoreParams>): Promise<GroupScores> {
     this.checkAlive();
     const t0 = performance.now();
-    const resolved = resolveParams(params);
+    const resolved = checkGpuParams(resolveParams(params));
     const f = this.forest;
     const ids = Int32Array.from(new Set(Array.from(groupIds, (g) => checkGroup(f, g)))).sort();
     const pipes = await loadPipelines(this.ctx, this.f16);
@@ -207,6 +246,8 @@ export class ResidentForest {
         }
       }
     });
+    checkFinite(f, rows, [contrast, weight, gradAlpha, gradTau]);
+    checkFiniteIntensity(f, ids, intensity);
     const timings = finishTimings(t0, tUpload - t0, submittedAt, outputs);
     return { groupIds: ids, childOffset, rows, contrast, weight, gradAlpha, gradTau, intensity, params: resolved, timings };
   }
@@ -215,13 +256,14 @@ export class ResidentForest {
   async scoreAll(params?: Partial<ScoreParams>): Promise<Scores & { timings: GpuTimings }> {
     this.checkAlive();
     const t0 = performance.now();
-    const resolved = resolveParams(params);
+    const resolved = checkGpuParams(resolveParams(params));
     const pipes = await loadPipelines(this.ctx, this.f16);
     const pending = this.states.map((s) => submitWholeChunk(this.ctx, pipes, this.forest, s, resolved, this.route));
     const submittedAt = performance.now();
     const outputs = await Promise.all(pending);
     const scores = emptyScores(this.forest, resolved);
     this.states.forEach((s, i) => scatterChunk(this.forest, s.chunk, outputs[i], scores));
+    checkScoresFinite(this.forest, scores);
     return { ...scores, timings: finishTimings(t0, submittedAt - t0, submittedAt, outputs) };
   }
 
@@ -252,44 +294,48 @@ export class ResidentForest {
 export async function scoreStreaming(
   ctx: GpuContext, forest: PackedForest, params: ScoreParams, options: ResidentOptions = {},
 ): Promise<Scores & { timings: GpuTimings }> {
+  checkGpuParams(params);
   const f16 = checkF16(ctx, options.f16);
   const t0 = performance.now();
   const route = options.route ?? 'auto';
-  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
   const pipes = await loadPipelines(ctx, f16);
-  const states: ChunkState[] = [];
-  const pending: Promise<ChunkOutputs>[] = [];
-  const checks: Promise<unknown>[] = [];
-  let upload = 0;
-  try {
-    for (const chunk of chunks) {
-      const u0 = performance.now();
-      const { state, checked } = uploadChunk(ctx, forest, chunk, f16);
-      checks.push(checked);
-      if (!state) await checked;
-      states.push(state!);
-      upload += performance.now() - u0;
-      pending.push(submitWholeChunk(ctx, pipes, forest, state!, params, route));
-    }
-    const submittedAt = performance.now();
-    await Promise.all(checks);
-    const outputs = await Promise.all(pending);
+  return streamChunks(ctx, forest, f16, options, (state) => submitWholeChunk(ctx, pipes, forest, state, params, route), (chunks, outputs, upload, submittedAt) => {
     const scores = emptyScores(forest, params);
     chunks.forEach((c, i) => scatterChunk(forest, c, outputs[i], scores));
+    checkScoresFinite(forest, scores);
     return { ...scores, timings: finishTimings(t0, upload, submittedAt, outputs) };
-  } finally {
-    await Promise.allSettled([...pending, ...checks]);
-    if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
-  }
+  });
 }
 
 /** Uploads the packed inputs and reads back output-sized buffers, with no compute (docs/GPU.md). */
 export async function transferFloor(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<GpuTimings> {
   const f16 = checkF16(ctx, options.f16);
   const t0 = performance.now();
+  return streamChunks(ctx, forest, f16, options, (state) => {
+    const { chunk } = state;
+    const sizes = chunkSizes(forest.dim, f16, chunk.slotEnd - chunk.slotStart, chunk.groupEnd - chunk.groupStart);
+    return submitTransferOnly(ctx, sizes.out + sizes.outI);
+  }, (_chunks, _outputs, upload, submittedAt) => {
+    const done = performance.now();
+    // No kernel ran, so nothing measured one: kernels is 0 by construction.
+    return { upload, kernels: 0, kernelsFrom: 'none', wait: done - submittedAt, readback: 0, total: done - t0 };
+  });
+}
+
+/**
+ * The chunk loop shared by one-shot scoring and the transfer floor: uploads chunk by chunk,
+ * submitting each chunk's work (`submit`) as soon as its upload is queued, then waits for the
+ * upload checks and every result and hands them to `finish`. Input buffers go back to the
+ * pool whatever happens.
+ */
+async function streamChunks<T, R>(
+  ctx: GpuContext, forest: PackedForest, f16: boolean, options: ResidentOptions,
+  submit: (state: ChunkState) => Promise<T>,
+  finish: (chunks: Chunk[], outputs: T[], upload: number, submittedAt: number) => R,
+): Promise<R> {
   const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
   const states: ChunkState[] = [];
-  const pending: Promise<number>[] = [];
+  const pending: Promise<T>[] = [];
   const checks: Promise<unknown>[] = [];
   let upload = 0;
   try {
@@ -300,14 +346,12 @@ export async function transferFloor(ctx: GpuContext, forest: PackedForest, optio
       if (!state) await checked;
       states.push(state!);
       upload += performance.now() - u0;
-      const sizes = chunkSizes(forest.dim, f16, chunk.slotEnd - chunk.slotStart, chunk.groupEnd - chunk.groupStart);
-      pending.push(submitTransferOnly(ctx, sizes.out + sizes.outI));
+      pending.push(submit(state!));
     }
     const submittedAt = performance.now();
     await Promise.all(checks);
-    await Promise.all(pending);
-    const done = performance.now();
-    return { upload, kernels: 0, kernelsFrom: 'timestamp-query', wait: done - submittedAt, readback: 0, total: done - t0 };
+    const outputs = await Promise.all(pending);
+    return finish(chunks, outputs, upload, submittedAt);
   } finally {
     await Promise.allSettled([...pending, ...checks]);
     if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
@@ -324,6 +368,8 @@ function submitWholeChunk(ctx: GpuContext, pipes: Awaited<ReturnType<typeof load
 /** Allocates and fills one chunk's input buffers; the promise reports WebGPU errors of the upload. */
 function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): { state: ChunkState | undefined; checked: Promise<unknown> } {
   ctx.checkAlive();
+  // Packed first: a group outside the f32 range throws here, before any buffer is taken.
+  const features = packFeatureRange(forest, chunk.slotStart, chunk.slotEnd);
   let state: ChunkState | undefined;
   const checked = ctx.guard('uploading a chunk', () => {
     const slots = chunk.slotEnd - chunk.slotStart;
@@ -334,7 +380,7 @@ function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: b
     const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb');
     state = { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
     const q = ctx.device.queue;
-    q.writeBuffer(feat, 0, packFeatureRange(forest, chunk.slotStart, chunk.slotEnd));
+    q.writeBuffer(feat, 0, features);
     const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16, (bytes) => ctx.hostScratch(bytes));
     q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));
   });
@@ -403,4 +449,56 @@ function checkRow(f: PackedForest, row: number): number {
 function checkGroup(f: PackedForest, g: number): number {
   if (!Number.isInteger(g) || g < 0 || g >= f.groupCount) throw new RangeError(`group ${g} is not a group of this forest (0 … ${f.groupCount - 1})`);
   return g;
+}
+
+/**
+ * α and τ as the f32 kernels see them. τ must be a normal f32 (a subnormal flushes to 0 and
+ * (c − cmax)/τ becomes 0/0) and neither may overflow f32. α below the f32 range is harmless
+ * (α·d ≪ ε either way) and is accepted.
+ */
+export function checkGpuParams(params: ScoreParams): ScoreParams {
+  const { alpha, tau } = params;
+  const bad = (name: string, value: number, range: string) =>
+    new GpuParamRangeError(`${name} = ${value} is outside what the gpu backend's float32 kernels can use (${range}); use the cpu backend (backend auto does)`);
+  if (!Number.isFinite(Math.fround(alpha))) throw bad('alpha', alpha, `alpha <= ${F32_MAX}`);
+  if (tau < F32_MIN_NORMAL || !Number.isFinite(Math.fround(tau))) throw bad('tau', tau, `${F32_MIN_NORMAL} <= tau <= ${F32_MAX}`);
+  return params;
+}
+
+const F32_MAX = 3.4028234663852886e38;
+const F32_MIN_NORMAL = 2 ** -126;
+
+/** Index of the first non-finite value of `a`, or -1 (O(n): `x − x` is 0 only for finite x). */
+function firstNonFinite(a: ArrayLike<number>): number {
+  for (let i = 0; i < a.length; i++) if (a[i] - a[i] !== 0) return i;
+  return -1;
+}
+
+const FIELDS = ['contrast', 'weight', 'gradAlpha', 'gradTau'] as const;
+
+function describeRow(forest: PackedForest, row: number): string {
+  const tree = forest.nodeTree[row];
+  return `tree ${JSON.stringify(forest.treeIds[tree])} (#${tree}), node ${row - forest.treeOffset[tree]}`;
+}
+
+function checkFinite(forest: PackedForest, rows: Int32Array, arrays: Float32Array[]): void {
+  arrays.forEach((a, f) => {
+    const i = firstNonFinite(a);
+    if (i >= 0) throw new GpuNonFiniteError(`${FIELDS[f]} ${a[i]} at ${describeRow(forest, rows[i])}`);
+  });
+}
+
+function checkFiniteIntensity(forest: PackedForest, groups: ArrayLike<number>, intensity: Float32Array): void {
+  const i = firstNonFinite(intensity);
+  if (i >= 0) throw new GpuNonFiniteError(`intensity ${intensity[i]} of the group of ${describeRow(forest, forest.groupParent[groups[i]])}`);
+}
+
+/** The safety net after every readback: scores must be finite, or the call fails. */
+function checkScoresFinite(forest: PackedForest, scores: Scores): void {
+  FIELDS.forEach((field) => {
+    const i = firstNonFinite(scores[field]);
+    if (i >= 0) throw new GpuNonFiniteError(`${field} ${scores[field][i]} at ${describeRow(forest, i)}`);
+  });
+  const g = firstNonFinite(scores.intensity);
+  if (g >= 0) throw new GpuNonFiniteError(`intensity ${scores.intensity[g]} of the group of ${describeRow(forest, forest.groupParent[g])}`);
 }

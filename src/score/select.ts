@@ -1,6 +1,6 @@
 import type { PackedForest } from '../forest/packed.js';
 import { GpuContext } from '../gpu/context.js';
-import { GpuDeviceLostError, GpuUnavailableError } from '../gpu/errors.js';
+import { GpuDeviceLostError, GpuUnavailableError, isCpuFallbackError } from '../gpu/errors.js';
 import type { GpuTimings } from '../gpu/resident.js';
 import { GpuScorer } from '../gpu/scorer.js';
 import { CpuScorer } from './cpu.js';
@@ -32,7 +32,10 @@ export interface TimedScorer extends Scorer {
 /**
  * Picks a scoring backend. `gpu` fails with `GpuUnavailableError` when there is no adapter;
  * `auto` uses the GPU when an adapter exists, says which backend it used through `onNotice`,
- * and finishes on the CPU (with a warning) if the device is lost.
+ * and finishes on the CPU (with a warning) if the device is lost. `auto` also scores one call
+ * on the CPU, with a warning, when its inputs leave the f32 kernels' range
+ * (`GpuInputRangeError`, `GpuParamRangeError`) or the GPU returned a non-finite value
+ * (`GpuNonFiniteError`); `gpu` throws those.
  */
 export async function createScorer(options: CreateScorerOptions = {}): Promise<Scorer> {
   const backend = options.backend ?? 'auto';
@@ -83,6 +86,11 @@ class AutoScorer implements TimedScorer {
       try {
         return await gpu.score(forest, params);
       } catch (err) {
+        if (isCpuFallbackError(err)) {
+          // Inputs the f32 kernels cannot score, or a non-finite result: this call only.
+          (this.onNotice ?? console.warn)(`backend auto: ${err.message}; scoring this call on the cpu backend`);
+          return this.cpu.score(forest, params);
+        }
         if (!(err instanceof GpuDeviceLostError)) throw err;
         if (this.gpu === gpu) {
           const line = `backend auto: ${err.message}; finishing on the cpu backend`;

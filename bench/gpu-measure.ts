@@ -1,14 +1,14 @@
 /**
  * Measurements behind the kernel mapping and the demo ratio quoted in docs/GPU.md.
- *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx src/gpu/measure.ts mapping   # kernels × workgroup sizes × group sizes
- *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx src/gpu/measure.ts demo      # demo workload, gpu vs cpu in one run
+ *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/gpu-measure.ts mapping   # kernels × workgroup sizes × group sizes
+ *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/gpu-measure.ts demo      # demo workload, gpu vs cpu in one run
  * On a CPU-emulated adapter (lavapipe) only ratios within one run mean anything.
  */
-import type { PackedForest } from '../forest/packed.js';
-import { scoreCpu } from '../score/cpu.js';
-import { generateForest, generateRegularForest } from '../synth/generate.js';
-import { GpuContext } from './context.js';
-import { GpuScorer } from './scorer.js';
+import type { PackedForest } from '../src/forest/packed.js';
+import { scoreCpu } from '../src/score/cpu.js';
+import { generateForest, generateRegularForest } from '../src/synth/generate.js';
+import { GpuContext } from '../src/gpu/context.js';
+import { GpuScorer } from '../src/gpu/scorer.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x: number) => x.toFixed(1);
