@@ -11,6 +11,7 @@ import { scoreCpu } from '../src/score/cpu.js';
 import { createScorer } from '../src/score/select.js';
 import type { Scorer, Scores } from '../src/score/types.js';
 import { generateForest } from '../src/synth/generate.js';
+import { OptionError } from '../src/util/errors.js';
 import { Rng } from '../src/util/random.js';
 import { deviation, forestOf, gpuDescribe, withinTolerance } from './gpu-support.js';
 
@@ -181,6 +182,7 @@ gpuDescribe('GPU edge cases: range, precision, safety net', () => {
       const err = await gpu.score(forest, params).catch((x: unknown) => x);
       expect(err).toBeInstanceOf(GpuParamRangeError);
       expect(err).toBeInstanceOf(RangeError);
+      expect(err).toBeInstanceOf(OptionError); // the CLI exits 2, as for a bad flag
       expect((err as Error).message).toMatch(/(alpha|tau) = .* cpu backend/);
       notices.length = 0;
       const got = await auto.score(forest, params);

@@ -1,4 +1,5 @@
 import { ForestError, type ForestErrorLocation } from '../forest/errors.js';
+import { OptionError } from '../util/errors.js';
 
 /** Thrown when no WebGPU adapter can be found; the message says how to get one. */
 export class GpuUnavailableError extends Error {
@@ -42,9 +43,12 @@ export class GpuInputRangeError extends ForestError {
   }
 }
 
-/** α or τ outside what the float32 kernels can use; `backend: 'auto'` scores on the CPU instead. */
-export class GpuParamRangeError extends RangeError {
-  override readonly name = 'GpuParamRangeError';
+/**
+ * α or τ outside what the float32 kernels can use (an `OptionError`, so a RangeError and, in
+ * the CLI, a bad-flag exit 2); `backend: 'auto'` scores on the CPU instead.
+ */
+export class GpuParamRangeError extends OptionError {
+  override name = 'GpuParamRangeError';
 }
 
 /**
