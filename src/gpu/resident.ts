@@ -262,8 +262,9 @@ export class ResidentForest {
     const submittedAt = performance.now();
     const outputs = await Promise.all(pending);
     const scores = emptyScores(this.forest, resolved);
-    this.states.forEach((s, i) => scatterChunk(this.forest, s.chunk, outputs[i], scores));
-    checkScoresFinite(this.forest, scores);
+    let finite = true;
+    this.states.forEach((s, i) => (finite = scatterChunk(this.forest, s.chunk, outputs[i], scores) && finite));
+    if (!finite) checkScoresFinite(this.forest, scores);
     return { ...scores, timings: finishTimings(t0, submittedAt - t0, submittedAt, outputs) };
   }
 
@@ -301,8 +302,9 @@ export async function scoreStreaming(
   const pipes = await loadPipelines(ctx, f16);
   return streamChunks(ctx, forest, f16, options, (state) => submitWholeChunk(ctx, pipes, forest, state, params, route), (chunks, outputs, upload, submittedAt) => {
     const scores = emptyScores(forest, params);
-    chunks.forEach((c, i) => scatterChunk(forest, c, outputs[i], scores));
-    checkScoresFinite(forest, scores);
+    let finite = true;
+    chunks.forEach((c, i) => (finite = scatterChunk(forest, c, outputs[i], scores) && finite));
+    if (!finite) checkScoresFinite(forest, scores);
     return { ...scores, timings: finishTimings(t0, upload, submittedAt, outputs) };
   });
 }
@@ -406,18 +408,28 @@ function emptyScores(forest: PackedForest, params: ScoreParams): Scores {
   };
 }
 
-function scatterChunk(forest: PackedForest, chunk: Chunk, o: ChunkOutputs, scores: Scores): void {
+/**
+ * Copies one chunk's outputs to node rows. Returns false if any value is non-finite: `x·0`
+ * is NaN exactly for NaN and ±∞, so the safety net costs one multiply-add per value here,
+ * and `checkScoresFinite` only runs to name the place when something is wrong.
+ */
+function scatterChunk(forest: PackedForest, chunk: Chunk, o: ChunkOutputs, scores: Scores): boolean {
   const { groupChild } = forest;
   const { out, outI } = o;
   const C = scores.contrast, W = scores.weight, GA = scores.gradAlpha, GB = scores.gradTau;
+  let z = 0;
   for (let s = chunk.slotStart, i = 0; s < chunk.slotEnd; s++, i += 4) {
     const row = groupChild[s];
-    C[row] = out[i];
-    W[row] = out[i + 1];
-    GA[row] = out[i + 2];
-    GB[row] = out[i + 3];
+    const c = out[i], w = out[i + 1], ga = out[i + 2], gb = out[i + 3];
+    C[row] = c;
+    W[row] = w;
+    GA[row] = ga;
+    GB[row] = gb;
+    z += c * 0 + w * 0 + ga * 0 + gb * 0;
   }
+  for (let g = 0; g < outI.length; g++) z += outI[g] * 0;
   scores.intensity.set(outI, chunk.groupStart);
+  return z === 0;
 }
 
 function finishTimings(t0: number, upload: number, submittedAt: number, outputs: ChunkOutputs[]): GpuTimings {
@@ -495,10 +507,12 @@ function checkFiniteIntensity(forest: PackedForest, groups: ArrayLike<number>, i
 
 /** The safety net after every readback: scores must be finite, or the call fails. */
 function checkScoresFinite(forest: PackedForest, scores: Scores): void {
+  // Only called once scatterChunk saw a non-finite value; the fallback keeps the error generic.
   FIELDS.forEach((field) => {
     const i = firstNonFinite(scores[field]);
     if (i >= 0) throw new GpuNonFiniteError(`${field} ${scores[field][i]} at ${describeRow(forest, i)}`);
   });
   const g = firstNonFinite(scores.intensity);
   if (g >= 0) throw new GpuNonFiniteError(`intensity ${scores.intensity[g]} of the group of ${describeRow(forest, forest.groupParent[g])}`);
+  throw new GpuNonFiniteError('a non-finite output');
 }
