@@ -102,6 +102,31 @@ describe('live forest on the cpu backend', () => {
     live.destroy();
   });
 
+  it('keeps a group\'s pair distances only while its children stay (slab reuse, appends, pool compaction)', async () => {
+    const live = await createLiveForest({ dim: 3, backend: 'cpu' });
+    const rng = new Rng(11);
+    const emb = () => [rng.normal(), rng.normal(), rng.normal()];
+    const wide = (id: string, k: number) => ({
+      id,
+      nodes: [{ embedding: emb() }, ...Array.from({ length: k }, () => ({ parent: 0, embedding: emb(), visits: rng.int(0, 3), reward: rng.next(), uncertainty: rng.next() }))],
+    });
+    const s = live.store;
+    for (let round = 0; round < 6; round++) {
+      // Groups of 30+ children hold 435+ distances each: the pool grows and compacts on the way.
+      live.addTree(wide(`a${round}`, 30 + round));
+      live.addTree(wide(`b${round}`, 20));
+      await checkLiveAgainstScratch(live, { budget: 16 }, { exact: true });
+      const root = s.rowOf(`b${round}`, 0);
+      expect(s.pairKnown[root]).toBe(1);
+      live.addNodes(`b${round}`, [{ parent: 0, embedding: emb(), visits: 2, reward: 0.5 }]);
+      expect(s.pairKnown[s.rowOf(`b${round}`, 0)]).toBe(0); // a new sibling: the distances are recomputed
+      live.update({ tree: `a${round}`, node: 1 + round, reward: rng.next(), visits: 3 });
+      await checkLiveAgainstScratch(live, { budget: 16 }, { exact: true });
+      live.removeTree(`a${round}`); // its slab, and the rows' distance storage, go to the next tree
+    }
+    live.destroy();
+  });
+
   it('grows a tree past its slab and keeps its scores and plan right', async () => {
     const live = await createLiveForest({ dim: 3, backend: 'cpu' });
     live.addTree({ id: 'x', nodes: [{ embedding: [1, 0, 0] }, { parent: 0, embedding: [1, 0.1, 0], visits: 1, reward: 1 }] });

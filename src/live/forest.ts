@@ -147,6 +147,7 @@ export class LiveForest {
       s.markAllDirty();
       return this.rescore();
     }
+    this.planner.rescored(parents, count);
     this.counters.rescores++;
     this.counters.rescoredGroups += count;
     return count;

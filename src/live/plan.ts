@@ -3,6 +3,9 @@ import { largestRemainder } from '../allocate/rounding.js';
 import { describeValue } from '../forest/errors.js';
 import type { LiveStore } from './store.js';
 
+/** A tree changed by new scores in more groups than this is re-planned from scratch (see `plan`). */
+const PARTIAL_GROUPS = 3;
+
 /** Allocation settings of a live plan: SPEC §4, with per-tree budgets keyed by tree id. */
 export interface LivePlanOptions extends Omit<AllocateOptions, 'budget'> {
   /** One budget for every tree, or one per tree id (every live tree must be listed). Default 16. */
@@ -22,6 +25,9 @@ export interface LivePlanSummary {
  * Incremental SPEC §4 allocation. Trees are independent given their budget, so a tree is
  * re-planned only when its scores, liveness or budget changed; the global budget split is
  * recomputed every time (O(trees)) because every tree's share depends on all of them.
+ * When only a few of a tree's groups were re-scored (the common case: feedback arrives),
+ * only those groups' kept/pruned splits are redone and only their subtrees re-flowed; the
+ * rounding and depths of the tree are then redone in one pass over its rows.
  *
  * The arithmetic mirrors `allocate` operation for operation (same summation orders, the
  * same `largestRemainder`), so a live plan equals `allocate` on a from-scratch snapshot with
@@ -40,6 +46,17 @@ export class LivePlanner {
   private budgets = new Float64Array(0);
   private trees = new Int32Array(0);
   private treeScratch = new Int32Array(0);
+  /** Parent rows re-scored since the last plan (their groups' kept/pruned split is redone). */
+  private resplitRows = new Int32Array(64);
+  private resplitCount = 0;
+  /** Per slot: 1 when groupSum/groupCount lag the tree's intensities (refreshed only when a global split needs them). */
+  private readonly statsStale: number[] = [];
+  /** Per slot: re-scored groups counted during `plan` (0 between calls). */
+  private readonly resplitPerTree: number[] = [];
+  /** Per slot: its position in tree order during `plan`. */
+  private readonly position: number[] = [];
+  /** Depth-first stack of `reflowSubtree`. */
+  private stack = new Int32Array(64);
 
   constructor(private readonly store: LiveStore) {}
 
@@ -52,6 +69,30 @@ export class LivePlanner {
   forget(slot: number): void {
     this.lastBudget[slot] = NaN;
     this.unallocated[slot] = 0;
+    this.statsStale[slot] = 1;
+  }
+
+  /**
+   * Groups just re-scored (by parent row). A tree whose only change since its last plan is
+   * new scores (planDirty 2) then redoes the split of these groups alone instead of its
+   * whole liveness and split pass: liveness depends on the tree's shape and terminal flags only.
+   */
+  rescored(parents: ArrayLike<number>, count: number): void {
+    if (this.resplitCount + count > Math.max(1 << 16, this.store.capacity)) {
+      // Re-scored again and again without a plan: the trees concerned re-plan from scratch instead.
+      const { rowTree, planDirty } = this.store;
+      for (let i = 0; i < this.resplitCount; i++) {
+        const slot = rowTree[this.resplitRows[i]];
+        if (slot >= 0 && planDirty[slot] === 2) planDirty[slot] = 1;
+      }
+      this.resplitCount = 0;
+    }
+    if (this.resplitCount + count > this.resplitRows.length) {
+      const next = new Int32Array(Math.max(this.resplitCount + count, this.resplitRows.length * 2));
+      next.set(this.resplitRows.subarray(0, this.resplitCount));
+      this.resplitRows = next;
+    }
+    for (let i = 0; i < count; i++) this.resplitRows[this.resplitCount++] = parents[i];
   }
 
   plan(options: LivePlanOptions = {}): LivePlanSummary {
@@ -64,11 +105,40 @@ export class LivePlanner {
     if (budget !== undefined && typeof budget !== 'number' && perTree === undefined) throw new RangeError(`budget must be a number or an object of budgets by tree id, got ${describeValue(budget)}`);
     const key = `${opts.pruneRatio},${opts.widen},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
     if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
+    const planDirty = store.planDirty;
+
+    // Trees changed by new scores only: redo the split of the re-scored groups. (Rows of trees
+    // removed or re-planned from scratch since are skipped; redoing any group is harmless.)
+    // A tree with more than a few such groups is re-planned from scratch instead: one pass
+    // over its rows in order beats that many scattered partial ones.
+    const resplit = this.resplitRows, rowTree = store.rowTree, childCount = store.childCount;
+    const groupsOf = this.resplitPerTree;
+    for (let i = 0; i < this.resplitCount; i++) {
+      const p = resplit[i], slot = rowTree[p];
+      if (slot >= 0 && planDirty[slot] === 2 && childCount[p] > 0) groupsOf[slot] = (groupsOf[slot] ?? 0) + 1;
+      else resplit[i] = -1; // no partial re-flow from here either
+    }
+    for (let i = 0; i < this.resplitCount; i++) {
+      const p = resplit[i];
+      if (p < 0) continue;
+      const slot = rowTree[p];
+      if (planDirty[slot] !== 2) { resplit[i] = -1; continue; }
+      if (groupsOf[slot] > PARTIAL_GROUPS) planDirty[slot] = 1;
+      groupsOf[slot] = 0;
+      if (planDirty[slot] === 1) { resplit[i] = -1; continue; }
+      this.splitGroup(p, opts.pruneRatio);
+      this.statsStale[slot] = 1;
+    }
 
     // The global split needs every changed tree's statistics first; otherwise each tree is
     // refreshed right before its flow, while its rows are still in cache.
     const global = opts.totalBudget !== undefined;
-    if (global) for (const slot of order) if (store.planDirty[slot]) this.refreshTree(slot, opts.pruneRatio);
+    if (global) {
+      for (const slot of order) {
+        if (planDirty[slot] === 1) this.refreshTree(slot, opts.pruneRatio);
+        if (this.statsStale[slot]) this.groupStats(slot);
+      }
+    }
     if (this.budgets.length < T) {
       const n = Math.max(T, this.budgets.length * 2, 64);
       this.share = new Float64Array(n); this.budgets = new Float64Array(n);
@@ -91,13 +161,26 @@ export class LivePlanner {
       budgets.fill(opts.budget as number);
     }
 
+    // Trees changed by new scores only and keeping their budget: re-flow the re-split groups'
+    // subtrees (everything else flows as before). The others flow from scratch below.
+    const widen = opts.widen, position = this.position;
+    for (let t = 0; t < T; t++) position[order[t]] = t;
+    for (let i = 0; i < this.resplitCount; i++) {
+      const p = resplit[i];
+      if (p < 0) continue;
+      const slot = rowTree[p];
+      if (this.lastBudget[slot] === budgets[position[slot]]) this.reflowSubtree(p, widen);
+    }
+    this.resplitCount = 0;
+
     const replanned: string[] = [];
     for (let t = 0; t < T; t++) {
       const slot = order[t];
-      const dirty = store.planDirty[slot] === 1;
+      const dirty = planDirty[slot] !== 0;
       if (!dirty && this.lastBudget[slot] === budgets[t]) continue;
-      if (dirty && !global) this.refreshTree(slot, opts.pruneRatio);
-      this.flowTree(slot, budgets[t], opts);
+      if (planDirty[slot] === 1 && !global) this.refreshTree(slot, opts.pruneRatio);
+      if (planDirty[slot] !== 2 || this.lastBudget[slot] !== budgets[t]) this.flowTree(slot, budgets[t], widen);
+      this.finishTree(slot, budgets[t], opts);
       store.planDirty[slot] = 0;
       this.lastBudget[slot] = budgets[t];
       replanned.push(store.slotId[slot]);
@@ -109,15 +192,15 @@ export class LivePlanner {
   }
 
   /**
-   * What a tree's plan needs besides its budget: live(v) for every row, the kept/pruned split
-   * of every group, and the intensity statistics of the global budget split. One reverse pass
+   * What a tree's plan needs besides its budget: live(v) for every row and the kept/pruned
+   * split of every group (the global split's statistics follow in `groupStats`). One reverse pass
    * does liveness and the split together: a row's children come after it, so they are settled
    * by the time the pass reaches it.
    */
   private refreshTree(slot: number, pruneRatio: number): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
-    const { live, terminal, childStart, childCount, child, weight, kept, pruned, keptWeight, keptCount, intensity } = s;
+    const { live, terminal, childStart, childCount, child, weight, kept, pruned, keptWeight, keptCount } = s;
     for (let v = hi - 1; v >= lo; v--) {
       const k = childCount[v];
       if (k === 0) { live[v] = terminal[v] ? 0 : 1; continue; }
@@ -143,11 +226,47 @@ export class LivePlanner {
       keptCount[v] = count;
     }
     kept[lo] = 0; pruned[lo] = 0; // the root is in no group
+    this.statsStale[slot] = 1;
+  }
+
+  /**
+   * The kept/pruned split of one group whose children's liveness is settled (as in
+   * `refreshTree`, operation for operation).
+   */
+  private splitGroup(v: number, pruneRatio: number): void {
+    const { live, childStart, childCount, child, weight, kept, pruned, keptWeight, keptCount } = this.store;
+    const start = childStart[v], end = start + childCount[v];
+    let wStar = -Infinity;
+    for (let q = start; q < end; q++) {
+      const c = child[q];
+      if (live[c] && weight[c] > wStar) wStar = weight[c];
+    }
+    let sum = 0, count = 0;
+    if (wStar === -Infinity) {
+      for (let q = start; q < end; q++) { const c = child[q]; kept[c] = 0; pruned[c] = 0; }
+    } else {
+      const threshold = pruneRatio * wStar;
+      for (let q = start; q < end; q++) {
+        const c = child[q];
+        if (!live[c]) { kept[c] = 0; pruned[c] = 0; continue; }
+        if (weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
+      }
+    }
+    keptWeight[v] = sum;
+    keptCount[v] = count;
+  }
+
+  /** Intensity statistics of the global budget split. */
+  private groupStats(slot: number): void {
+    const s = this.store;
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const { childCount, intensity } = s;
     // Summed in group (parent row) order, as allocate does, so the global split matches it bit for bit.
     let sum = 0, count = 0;
     for (let p = lo; p < hi; p++) if (childCount[p] >= 2) { sum += intensity[p]; count++; }
     this.groupSum[slot] = sum;
     this.groupCount[slot] = count;
+    this.statsStale[slot] = 0;
   }
 
   /** SPEC §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
@@ -178,33 +297,69 @@ export class LivePlanner {
 
   /**
    * One tree of `allocate` given its split (`refreshTree`): mass flow and priorities in one
-   * forward pass, largest-remainder rounding, depths. Every output row is written, so
-   * nothing needs clearing first.
+   * forward pass. Every output row is written, so nothing needs clearing first.
    */
-  private flowTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
+  private flowTree(slot: number, budget: number, widen: number): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
-    const { live, kept, keptWeight, keptCount, weight, intensity, childStart, childCount, child, terminal, inflow, mass, branches, depth, priority, parentRow } = s;
-    const widen = opts.widen;
-    const rootLive = live[lo] === 1;
+    const rootLive = s.live[lo] === 1;
     this.unallocated[slot] = rootLive ? 0 : budget;
-    inflow[lo] = rootLive ? budget : 0;
-    for (let v = lo; v < hi; v++) {
-      const p = parentRow[v];
-      priority[v] = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
-      const m = inflow[v];
-      const k = childCount[v];
-      let x = m;
-      if (m !== 0 && k !== 0 && keptCount[v] !== 0) {
-        x = terminal[v] ? 0 : m * widen * intensity[v];
-        const share = (m - x) / keptWeight[v];
-        for (let q = childStart[v], end = q + k; q < end; q++) { const c = child[q]; inflow[c] = kept[c] ? share * weight[c] : 0; }
-      } else {
-        for (let q = childStart[v], end = q + k; q < end; q++) inflow[child[q]] = 0;
-      }
-      mass[v] = x;
+    s.inflow[lo] = rootLive ? budget : 0;
+    s.priority[lo] = 1;
+    for (let v = lo; v < hi; v++) this.flowRow(v, widen);
+  }
+
+  /**
+   * Re-flow of the subtree of row p after its group's split changed, in a tree whose budget,
+   * liveness and options are as at its last flow: only these rows' inputs changed (p's own
+   * inflow and priority did not), and each is recomputed after its parent (depth first from p)
+   * with the same steps as `flowTree`, so the numbers are the same. Nested re-split groups are
+   * simply re-flowed twice.
+   */
+  private reflowSubtree(p: number, widen: number): void {
+    const { childStart, childCount, child, slotSize, rowTree } = this.store;
+    if (this.stack.length < slotSize[rowTree[p]]) this.stack = new Int32Array(Math.max(slotSize[rowTree[p]], this.stack.length * 2));
+    const stack = this.stack;
+    stack[0] = p;
+    let top = 1;
+    while (top > 0) {
+      const v = stack[--top];
+      this.flowRow(v, widen);
+      for (let q = childStart[v], end = q + childCount[v]; q < end; q++) stack[top++] = child[q];
     }
-    if (rootLive && budget !== 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order, inflow);
+  }
+
+  /**
+   * Row v's mass, and its children's inflow and priority ψ (ψ_c = ψ_v · k · w_c, the same
+   * product `allocate` forms from the child's side).
+   */
+  private flowRow(v: number, widen: number): void {
+    const { kept, keptWeight, keptCount, weight, intensity, childStart, childCount, child, terminal, inflow, mass, priority } = this.store;
+    const m = inflow[v];
+    const k = childCount[v];
+    if (k === 0) { mass[v] = m; return; }
+    const pk = priority[v] * k;
+    let x = m;
+    if (m !== 0 && keptCount[v] !== 0) {
+      x = terminal[v] ? 0 : m * widen * intensity[v];
+      const share = (m - x) / keptWeight[v];
+      for (let q = childStart[v], end = q + k; q < end; q++) {
+        const c = child[q], w = weight[c];
+        priority[c] = pk * w;
+        inflow[c] = kept[c] ? share * w : 0;
+      }
+    } else {
+      for (let q = childStart[v], end = q + k; q < end; q++) { const c = child[q]; priority[c] = pk * weight[c]; inflow[c] = 0; }
+    }
+    mass[v] = x;
+  }
+
+  /** Largest-remainder rounding of the tree's mass, then depths (SPEC §4). */
+  private finishTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
+    const s = this.store;
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const { mass, branches, depth, priority } = s;
+    if (s.live[lo] === 1 && budget !== 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order, s.frac);
     else branches.fill(0, lo, hi);
 
     const { baseDepth, depthGain, minDepth, maxDepth } = opts;
@@ -219,15 +374,51 @@ export class LivePlanner {
   }
 }
 
+/** Leftover units at most this many are placed by `roundTree`'s one-pass selection. */
+const SMALL_TOTAL = 64;
+const bestFrac = new Float64Array(SMALL_TOTAL);
+const bestRow = new Int32Array(SMALL_TOTAL);
+
 /**
- * `largestRemainder` over rows [lo, hi), specialised for the common case of a few leftover
- * units among many eligible rows: one pass keeps the best `remaining` rows by (larger
- * fractional part, then smaller row) in a small sorted buffer, instead of sorting every row
- * with a comparator, which dominated re-planning time. The order is the same strict total
- * order, so the result is identical; every other case goes to the shared `largestRemainder`.
- * `frac` is scratch (the caller's inflow column, spent by then); `order` holds the buffer.
+ * `largestRemainder` over rows [lo, hi), specialised for a few leftover units among many
+ * eligible rows: instead of sorting every row with a comparator (which dominated re-planning
+ * time), the best rows by (larger fractional part, then smaller row) are kept in a small
+ * sorted buffer. The order is the same strict total order, so the result is identical; every
+ * other case goes to the shared `largestRemainder`.
+ *
+ * With `total` <= 64 it is one pass: the leftover count `total − Σ⌊x⌋` is at most `total`,
+ * so the best `total` rows, kept while the floors are summed, hold the winners as a prefix.
+ * Otherwise the floors come first and a second pass keeps the best `remaining` rows.
+ * `frac` is scratch for the fractional parts; `order` holds the second pass's buffer.
  */
 export function roundTree(x: Float64Array, lo: number, hi: number, total: number, out: Int32Array, identity: Int32Array, order: Int32Array, frac: Float64Array): void {
+  if (total <= SMALL_TOTAL) {
+    let floorSum = 0, eligible = 0, kept = 0;
+    const cap = total;
+    for (let v = lo; v < hi; v++) {
+      const xv = x[v];
+      const whole = Math.floor(xv);
+      out[v] = whole;
+      floorSum += whole;
+      if (!(xv > 0)) continue;
+      eligible++;
+      const f = xv - whole;
+      // Rows arrive in increasing order, so a row never beats a kept row with an equal fraction.
+      if (kept === cap && !(f > bestFrac[kept - 1])) continue;
+      let i = kept < cap ? kept++ : kept - 1;
+      while (i > 0 && f > bestFrac[i - 1]) { bestFrac[i] = bestFrac[i - 1]; bestRow[i] = bestRow[i - 1]; i--; }
+      bestFrac[i] = f;
+      bestRow[i] = v;
+    }
+    const remaining = total - floorSum;
+    if (remaining === 0 || eligible === 0) return;
+    if (remaining < 0 || remaining > eligible) {
+      largestRemainder(x, identity.subarray(lo, hi), total, out, order.subarray(lo, hi));
+      return;
+    }
+    for (let i = 0; i < remaining; i++) out[bestRow[i]] += 1;
+    return;
+  }
   let floorSum = 0, eligible = 0;
   for (let v = lo; v < hi; v++) {
     const whole = Math.floor(x[v]);

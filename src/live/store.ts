@@ -28,6 +28,8 @@ export interface NodeUpdate {
 
 const FLOAT32_MAX = 3.4028234663852886e38;
 const MIN_ROWS = 1024;
+/** Sibling groups up to this size keep their pair distances (k(k−1)/2 numbers) between rescores. */
+export const MAX_CACHED_GROUP = 256;
 
 /**
  * The storage of a live forest: per-row columns in geometrically growing typed arrays, one
@@ -78,10 +80,23 @@ export class LiveStore {
   keptWeight = new Float64Array(0);
   keptCount = new Int32Array(0);
   order = new Int32Array(0);
+  /** Fractional parts of `mass` while rounding. */
+  frac = new Float64Array(0);
 
   // Change tracking.
   /** 1 when the group whose parent is this row must be re-scored. */
   dirty = new Uint8Array(0);
+
+  // Pair-distance cache of the CPU scorer (`PairDistances`), by parent row: the group's
+  // k(k−1)/2 sibling distances at pairValues[pairStart ..], valid while pairKnown is 1.
+  // Distances depend on embeddings only, which never change in place: any change to a tree's
+  // rows or child lists (rebuildChildren, clearRows) drops its rows' marks. Storage stays with
+  // the row (pairCap numbers) for whichever group sits there next.
+  pairStart = new Int32Array(0);
+  pairCap = new Int32Array(0);
+  pairKnown = new Uint8Array(0);
+  pairValues = new Float64Array(0);
+  private pairTop = 0;
   /** Parent rows marked dirty since the last rescore (may hold stale or repeated rows; `dirty` decides). */
   dirtyGroups: number[] = [];
   /**
@@ -102,7 +117,10 @@ export class LiveStore {
   slotStart: number[] = [];
   slotCap: number[] = [];
   slotSize: number[] = [];
-  /** 1 when the tree's plan must be recomputed. */
+  /**
+   * Whether the tree's plan must be recomputed: 0 no; 2 only because groups were re-scored
+   * (their kept/pruned split is redone group by group); 1 from scratch (nodes, liveness or slab changed).
+   */
   planDirty: number[] = [];
   /** Slots in tree order (the order trees were added). */
   treeOrder: number[] = [];
@@ -306,7 +324,9 @@ export class LiveStore {
         this.markGroup(this.parentRow[row]);
         if (this.trackChanges) this.changedSlots.push(this.childSlot[row]);
       }
-      this.planDirty[this.rowTree[row]] = 1;
+      const slot = this.rowTree[row];
+      if (u.terminal !== undefined) this.planDirty[slot] = 1;
+      else if (this.planDirty[slot] === 0) this.planDirty[slot] = 2;
     }
   }
 
@@ -337,7 +357,7 @@ export class LiveStore {
         if (this.trackChanges) this.changedSlots.push(this.childSlot[row]);
       }
     }
-    this.planDirty[slot] = 1;
+    if (this.planDirty[slot] === 0) this.planDirty[slot] = 2; // scores only (its groups are marked)
   }
 
   /** The path root → node, as node indices. */
@@ -377,7 +397,8 @@ export class LiveStore {
     if (this.dirty[parent]) return;
     this.dirty[parent] = 1;
     this.dirtyGroups.push(parent);
-    this.planDirty[this.rowTree[parent]] = 1;
+    const slot = this.rowTree[parent];
+    if (this.planDirty[slot] === 0) this.planDirty[slot] = 2;
   }
 
   /** Rows a device copy has to cover: every slab ever handed out. */
@@ -387,6 +408,44 @@ export class LiveStore {
   setSlabBoundary(rows: number): void {
     if (this.slabs.top > 0 && rows > 0) throw new Error('the slab boundary must be set before the first tree');
     this.slabs.boundary = rows;
+  }
+
+  /**
+   * Makes room for `need` more pair-distance numbers in `pairValues` (the array may be replaced,
+   * so callers take offsets only after this). Growing first compacts: only known groups keep
+   * their storage, so what was dropped with removed trees or outgrown groups is reclaimed.
+   */
+  reservePairs(need: number): void {
+    if (this.pairTop + need <= this.pairValues.length) return;
+    const { pairStart, pairCap, pairKnown } = this;
+    let used = 0;
+    for (let r = 0; r < this.capacity; r++) if (pairKnown[r]) used += pairCap[r];
+    const next = new Float64Array(Math.max(1024, 2 * (used + need)));
+    let top = 0;
+    for (let r = 0; r < this.capacity; r++) {
+      const cap = pairCap[r];
+      if (cap === 0) continue;
+      if (pairKnown[r]) {
+        next.set(this.pairValues.subarray(pairStart[r], pairStart[r] + cap), top);
+        pairStart[r] = top;
+        top += cap;
+      } else {
+        pairStart[r] = -1;
+        pairCap[r] = 0;
+      }
+    }
+    this.pairValues = next;
+    this.pairTop = top;
+  }
+
+  /** Offset of row `parent`'s pair storage for `count` numbers (room reserved with `reservePairs`). */
+  pairSpace(parent: number, count: number): number {
+    if (this.pairCap[parent] >= count) return this.pairStart[parent];
+    const at = this.pairTop;
+    this.pairTop += count;
+    this.pairStart[parent] = at;
+    this.pairCap[parent] = count;
+    return at;
   }
 
   private checkFields(slot: number, node: number, f: { reward?: unknown; visits?: unknown; uncertainty?: unknown; terminal?: unknown }): void {
@@ -406,6 +465,7 @@ export class LiveStore {
   private rebuildChildren(slot: number): void {
     const start = this.slotStart[slot], n = this.slotSize[slot];
     const { childStart, childCount, child, parentRow } = this;
+    this.pairKnown.fill(0, start, start + n);
     for (let r = start; r < start + n; r++) childCount[r] = 0;
     for (let r = start + 1; r < start + n; r++) childCount[parentRow[r]]++;
     let at = start;
@@ -448,6 +508,7 @@ export class LiveStore {
     this.childCount.fill(0, lo, hi);
     this.dirty.fill(0, lo, hi);
     this.branches.fill(0, lo, hi);
+    this.pairKnown.fill(0, lo, hi);
   }
 
   private takeSlab(size: number): number {
@@ -494,7 +555,11 @@ export class LiveStore {
     this.keptWeight = f64(this.keptWeight);
     this.keptCount = i32(this.keptCount);
     this.order = new Int32Array(cap);
+    this.frac = new Float64Array(cap);
     this.dirty = u8(this.dirty);
+    this.pairStart = i32(this.pairStart, -1);
+    this.pairCap = i32(this.pairCap);
+    this.pairKnown = u8(this.pairKnown);
     this.capacity = cap;
     this.capacityVersion++;
   }
