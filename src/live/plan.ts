@@ -359,13 +359,15 @@ export class LivePlanner {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
     const { mass, branches, depth, priority } = s;
-    if (s.live[lo] === 1 && budget !== 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order, s.frac);
+    if (s.live[lo] === 1 && budget !== 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order);
     else branches.fill(0, lo, hi);
 
     const { baseDepth, depthGain, minDepth, maxDepth } = opts;
+    // ψ^1 is ψ exactly (Math.pow returns x for y = 1), and the default gain is 1: skip the call.
+    const linear = depthGain === 1;
     for (let v = lo; v < hi; v++) {
       if (branches[v] > 0) {
-        const d = Math.floor(baseDepth * Math.pow(priority[v], depthGain) + 0.5);
+        const d = Math.floor(baseDepth * (linear ? priority[v] : Math.pow(priority[v], depthGain)) + 0.5);
         depth[v] = Math.min(maxDepth, Math.max(minDepth, d));
       } else {
         depth[v] = 0;
@@ -374,74 +376,45 @@ export class LivePlanner {
   }
 }
 
-/** Leftover units at most this many are placed by `roundTree`'s one-pass selection. */
-const SMALL_TOTAL = 64;
-const bestFrac = new Float64Array(SMALL_TOTAL);
-const bestRow = new Int32Array(SMALL_TOTAL);
+/** Buffer of `roundTree`: the best rows so far by (larger fractional part, then smaller row). */
+const BEST_MAX = 64;
+const bestFrac = new Float64Array(BEST_MAX);
+const bestRow = new Int32Array(BEST_MAX);
 
 /**
- * `largestRemainder` over rows [lo, hi), specialised for a few leftover units among many
- * eligible rows: instead of sorting every row with a comparator (which dominated re-planning
- * time), the best rows by (larger fractional part, then smaller row) are kept in a small
- * sorted buffer. The order is the same strict total order, so the result is identical; every
- * other case goes to the shared `largestRemainder`.
- *
- * With `total` <= 64 it is one pass: the leftover count `total − Σ⌊x⌋` is at most `total`,
- * so the best `total` rows, kept while the floors are summed, hold the winners as a prefix.
- * Otherwise the floors come first and a second pass keeps the best `remaining` rows.
- * `frac` is scratch for the fractional parts; `order` holds the second pass's buffer.
+ * `largestRemainder` over rows [lo, hi), specialised for the common case of a few leftover
+ * units among many eligible rows: one pass sums the floors, a second keeps the best
+ * `remaining` rows by (larger fractional part, then smaller row) in a small sorted buffer,
+ * instead of sorting every row with a comparator, which dominated re-planning time. The order
+ * is the same strict total order, so the result is identical; every other case goes to the
+ * shared `largestRemainder`. `order` is scratch for that fallback.
  */
-export function roundTree(x: Float64Array, lo: number, hi: number, total: number, out: Int32Array, identity: Int32Array, order: Int32Array, frac: Float64Array): void {
-  if (total <= SMALL_TOTAL) {
-    let floorSum = 0, eligible = 0, kept = 0;
-    const cap = total;
-    for (let v = lo; v < hi; v++) {
-      const xv = x[v];
-      const whole = Math.floor(xv);
-      out[v] = whole;
-      floorSum += whole;
-      if (!(xv > 0)) continue;
-      eligible++;
-      const f = xv - whole;
-      // Rows arrive in increasing order, so a row never beats a kept row with an equal fraction.
-      if (kept === cap && !(f > bestFrac[kept - 1])) continue;
-      let i = kept < cap ? kept++ : kept - 1;
-      while (i > 0 && f > bestFrac[i - 1]) { bestFrac[i] = bestFrac[i - 1]; bestRow[i] = bestRow[i - 1]; i--; }
-      bestFrac[i] = f;
-      bestRow[i] = v;
-    }
-    const remaining = total - floorSum;
-    if (remaining === 0 || eligible === 0) return;
-    if (remaining < 0 || remaining > eligible) {
-      largestRemainder(x, identity.subarray(lo, hi), total, out, order.subarray(lo, hi));
-      return;
-    }
-    for (let i = 0; i < remaining; i++) out[bestRow[i]] += 1;
-    return;
-  }
+export function roundTree(x: Float64Array, lo: number, hi: number, total: number, out: Int32Array, identity: Int32Array, order: Int32Array): void {
   let floorSum = 0, eligible = 0;
   for (let v = lo; v < hi; v++) {
-    const whole = Math.floor(x[v]);
+    const xv = x[v];
+    const whole = Math.floor(xv);
     out[v] = whole;
     floorSum += whole;
-    frac[v] = x[v] - whole;
-    if (x[v] > 0) eligible++;
+    if (xv > 0) eligible++;
   }
   const remaining = total - floorSum;
   if (remaining === 0 || eligible === 0) return;
-  if (remaining < 0 || remaining > eligible || remaining > 64) {
+  if (remaining < 0 || remaining > eligible || remaining > BEST_MAX) {
     largestRemainder(x, identity.subarray(lo, hi), total, out, order.subarray(lo, hi));
     return;
   }
   // Rows arrive in increasing order, so a row never beats a kept row with an equal fraction.
   let kept = 0;
   for (let v = lo; v < hi; v++) {
-    if (!(x[v] > 0)) continue;
-    const f = frac[v];
-    if (kept === remaining && !(f > frac[order[lo + kept - 1]])) continue;
-    let i = kept < remaining ? kept++ : kept - 1;
-    while (i > 0 && f > frac[order[lo + i - 1]]) { order[lo + i] = order[lo + i - 1]; i--; }
-    order[lo + i] = v;
+    const xv = x[v];
+    if (!(xv > 0)) continue;
+    const f = xv - Math.floor(xv);
+    if (kept === remaining) { if (!(f > bestFrac[kept - 1])) continue; } else kept++;
+    let i = kept - 1;
+    while (i > 0 && f > bestFrac[i - 1]) { bestFrac[i] = bestFrac[i - 1]; bestRow[i] = bestRow[i - 1]; i--; }
+    bestFrac[i] = f;
+    bestRow[i] = v;
   }
-  for (let i = 0; i < remaining; i++) out[order[lo + i]] += 1;
+  for (let i = 0; i < remaining; i++) out[bestRow[i]] += 1;
 }

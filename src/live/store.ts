@@ -80,8 +80,6 @@ export class LiveStore {
   keptWeight = new Float64Array(0);
   keptCount = new Int32Array(0);
   order = new Int32Array(0);
-  /** Fractional parts of `mass` while rounding. */
-  frac = new Float64Array(0);
 
   // Change tracking.
   /** 1 when the group whose parent is this row must be re-scored. */
@@ -555,7 +553,6 @@ export class LiveStore {
     this.keptWeight = f64(this.keptWeight);
     this.keptCount = i32(this.keptCount);
     this.order = new Int32Array(cap);
-    this.frac = new Float64Array(cap);
     this.dirty = u8(this.dirty);
     this.pairStart = i32(this.pairStart, -1);
     this.pairCap = i32(this.pairCap);
