@@ -7,6 +7,9 @@
  *   npm run bench:live            # writes bench/results/live-latest.{json,md} and live-latency.svg
  *   npm run bench:live -- --quick # 512 trees, fewer samples, writes nothing (smoke test)
  *   npm run bench:live -- --report # re-render the .md and .svg from live-latest.json
+ *   node --expose-gc --import tsx bench/live.ts --gc --cpu   # GC check, writes nothing:
+ *     a minor GC before every update, outside the timed span, so no scavenge lands in it
+ *     (compare its p99 with a plain run's to see whether GC is in the tail); --cpu: no GPU cases
  *
  * benny drives the cases (warm-up, sampling, time budget); every call is also timed on its
  * own so p50/p99 are of single updates, not of benny's cycle means.
@@ -29,6 +32,11 @@ import { finishMachineInfo, machineInfo } from './machine.js';
 process.env.XDG_RUNTIME_DIR ??= '/tmp';
 
 const quick = process.argv.includes('--quick');
+const cpuOnly = process.argv.includes('--cpu');
+/** `--gc`: collect the young generation before each update (needs node --expose-gc). */
+const gcEach = process.argv.includes('--gc') ? (globalThis as { gc?: (o?: { type: 'minor' | 'major' }) => void }).gc : undefined;
+if (process.argv.includes('--gc') && gcEach === undefined) throw new Error('--gc needs node --expose-gc');
+const writeResults = !quick && gcEach === undefined && !cpuOnly;
 const SHAPE = { trees: quick ? 512 : 4096, branching: 4, depth: 3, dim: 128, seed: 20261129 };
 /** Share of groups dirty per update, and the budget mode of the plan. */
 const CASES = [
@@ -111,6 +119,7 @@ async function runBackend(backend: 'cpu' | 'gpu', context: GpuContext | undefine
         updates[i] = { tree: targets.tree[g], node: targets.node[g], reward: rng.next(), visits: 1 + rng.int(0, 8) };
       }
       const up0 = gpu?.stats.uploadedBytes ?? 0, down0 = gpu?.stats.readBackBytes ?? 0;
+      gcEach?.({ type: 'minor' });
       const a = performance.now();
       live.update(updates);
       const bT = performance.now();
@@ -158,8 +167,10 @@ async function main(): Promise<void> {
   let context: GpuContext | undefined;
   let adapter = 'none';
   try {
-    context = await GpuContext.create();
-    adapter = context.adapterName;
+    if (!cpuOnly) {
+      context = await GpuContext.create();
+      adapter = context.adapterName;
+    }
   } catch (err) {
     if (!(err instanceof GpuUnavailableError)) throw err;
     console.warn(`no WebGPU adapter: GPU cases skipped (${err.message})`);
@@ -189,7 +200,7 @@ async function main(): Promise<void> {
     gpuOverCpu: ratios,
   };
   console.log(`\n${table(result)}`);
-  if (quick) { console.log('--quick: results not written'); return; }
+  if (!writeResults) { console.log(`${quick ? '--quick' : gcEach ? '--gc' : '--cpu'}: results not written`); return; }
   writeFileSync(new URL('live-latest.json', RESULTS), `${JSON.stringify(result, null, 2)}\n`);
   render(result);
 }
