@@ -17,7 +17,11 @@ export interface CreateLiveForestOptions {
   onNotice?: (message: string) => void;
 }
 
-/** Builds an empty live forest on the chosen backend. */
+/**
+ * Builds an empty live forest on the chosen backend. Under `auto`, the GPU hands the forest to
+ * the CPU (every group re-scored there, `onNotice` says why) when the device is lost or when
+ * the f32 kernels cannot score it faithfully (`isCpuFallbackError`).
+ */
 export async function createLiveForest(options: CreateLiveForestOptions): Promise<LiveForest> {
   const backend = await createLiveBackend(options);
   const auto = (options.backend ?? 'auto') === 'auto';
@@ -35,7 +39,9 @@ async function createLiveBackend(options: CreateLiveForestOptions): Promise<Live
   if (which === 'cpu') return new CpuLiveBackend();
   if (which === 'gpu') return GpuLiveBackend.create(options.gpu);
   try {
-    const gpu = await GpuLiveBackend.create(options.gpu);
+    // Under auto the backend itself hands the forest to the CPU after an error the f32 kernels
+    // cannot avoid (out-of-range values or α/τ, a non-finite output); a lost device is the forest's.
+    const gpu = await GpuLiveBackend.create(options.gpu, options.onNotice ? { onNotice: options.onNotice } : {});
     options.onNotice?.(`live forest: re-scoring on the gpu (${gpu.context.adapterName})`);
     return gpu;
   } catch (err) {

@@ -1,8 +1,10 @@
 import { GpuContext } from '../gpu/context.js';
 import { loadPipelines, submitChunk, type ChunkOutputs, type Pipelines } from '../gpu/dispatch.js';
-import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, OUT_BYTES, routeToThread, writeFeature } from '../gpu/layout.js';
+import { GpuInputRangeError, GpuNonFiniteError, isCpuFallbackError } from '../gpu/errors.js';
+import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, GPU_FEATURE_LIMIT, OUT_BYTES, routeToThread, writeF32Row, writeFeature } from '../gpu/layout.js';
+import { checkGpuParams } from '../gpu/resident.js';
 import type { ScoreParams } from '../score/types.js';
-import type { LiveBackend } from './backend.js';
+import { CpuLiveBackend, type LiveBackend } from './backend.js';
 import type { LiveStore } from './store.js';
 
 export interface GpuLiveOptions {
@@ -32,8 +34,15 @@ export interface GpuLiveStats {
 interface DeviceChunk {
   feat: GPUBuffer;
   emb: GPUBuffer;
+  /** Host copy of `feat` (slot-major records), so a write of nearby records can span the slots between them. */
+  featHost: Float32Array;
   /** Slots the buffers hold. */
   cap: number;
+}
+
+/** Under `backend: 'auto'` (set by `createLiveForest`): hand the forest to the CPU after a fallback error. */
+export interface GpuLiveRecovery {
+  onNotice?: (message: string) => void;
 }
 
 /**
@@ -45,24 +54,39 @@ interface DeviceChunk {
  * double (device-side copy) as trees arrive, so appends land in spare capacity.
  *
  * Before each rescore only what changed is sent: whole slabs for trees that arrived, grew or
- * moved, and single feature records for feedback updates (embeddings never change in place).
- * Only the re-scored groups' outputs are read back.
+ * moved, and the feature records of the groups that got feedback (embeddings never change in
+ * place). Features are packed as in `src/gpu` (docs/GPU.md): relative to a per-group reference
+ * (`writeFeature`), so a feedback update re-sends its whole group, whose reference may have
+ * moved; embedding rows outside [2^-63, 2^65) are scaled by a power of two (`writeF32Row`).
+ * Only the re-scored groups' outputs are read back, and they must be finite.
+ *
+ * Errors the f32 kernels cannot avoid (`isCpuFallbackError`: a group's values out of range,
+ * α/τ outside f32, a non-finite output) fail the call under `backend: 'gpu'`; under `auto` the
+ * backend hands the forest to the CPU for good, with every group re-scored there, as a lost
+ * device does (`kind` then reads 'cpu').
  */
 export class GpuLiveBackend implements LiveBackend {
-  readonly kind = 'gpu' as const;
   readonly stats: GpuLiveStats = { uploadedBytes: 0, grownBytes: 0, readBackBytes: 0, dispatches: 0, chunks: 0, deviceSlots: 0 };
   private store: LiveStore | undefined;
   private chunkSlots = 0;
   private readonly chunks: DeviceChunk[] = [];
   private pipes: Pipelines | undefined;
   private destroyed = false;
+  /** Set once the forest was handed to the CPU (auto only). */
+  private cpu: CpuLiveBackend | undefined;
+  /** Per parent row, the sync that last re-packed its group (dedupes feedback slots without a Set). */
+  private mark = new Uint32Array(0);
+  private epoch = 0;
 
-  private constructor(readonly context: GpuContext, private readonly owned: boolean, private readonly options: GpuLiveOptions) {}
+  private constructor(readonly context: GpuContext, private readonly owned: boolean, private readonly options: GpuLiveOptions, private readonly recovery: GpuLiveRecovery | undefined) {}
 
-  static async create(options: GpuLiveOptions = {}): Promise<GpuLiveBackend> {
+  /** `recovery`: present under `backend: 'auto'` (see the class comment). */
+  static async create(options: GpuLiveOptions = {}, recovery?: GpuLiveRecovery): Promise<GpuLiveBackend> {
     const context = options.context ?? (await GpuContext.create());
-    return new GpuLiveBackend(context, options.context === undefined, options);
+    return new GpuLiveBackend(context, options.context === undefined, options, recovery);
   }
+
+  get kind(): 'cpu' | 'gpu' { return this.cpu === undefined ? 'gpu' : 'cpu'; }
 
   attach(store: LiveStore): void {
     this.store = store;
@@ -77,7 +101,43 @@ export class GpuLiveBackend implements LiveBackend {
   get slotsPerChunk(): number { return this.chunkSlots; }
 
   async score(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void> {
+    if (this.cpu !== undefined) return this.cpu.score(store, params, parents, count);
+    try {
+      await this.scoreOnDevice(store, params, parents, count);
+    } catch (err) {
+      if (this.recovery === undefined || !isCpuFallbackError(err)) throw err;
+      await this.handToCpu(store, params, err);
+    }
+  }
+
+  /**
+   * What the live forest does on a lost device, for the errors after which `auto` scores on
+   * the CPU: the device copy is dropped and every group is re-scored on the CPU now (their
+   * trees then re-plan from scratch), so no score keeps f32 rounding from the device.
+   */
+  private async handToCpu(store: LiveStore, params: ScoreParams, err: Error): Promise<void> {
+    this.releaseDevice();
+    const cpu = new CpuLiveBackend();
+    this.cpu = cpu;
+    store.trackChanges = false;
+    store.changedSpans = [];
+    store.changedSlots = [];
+    cpu.attach(store);
+    this.recovery?.onNotice?.(`live forest: ${err.message}; re-scoring on the cpu from now on`);
+    store.markAllDirty();
+    const all: number[] = [];
+    for (const p of store.dirtyGroups) {
+      if (!store.dirty[p]) continue;
+      store.dirty[p] = 0;
+      if (store.rowTree[p] >= 0 && store.childCount[p] > 0) all.push(p);
+    }
+    store.dirtyGroups = [];
+    await cpu.score(store, params, Int32Array.from(all), all.length);
+  }
+
+  private async scoreOnDevice(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void> {
     if (this.destroyed) throw new Error('this GPU live backend was destroyed');
+    checkGpuParams(params);
     this.pipes ??= await loadPipelines(this.context, false);
     await this.context.guard('syncing the live forest to the device', () => this.sync(store));
 
@@ -91,7 +151,7 @@ export class GpuLiveBackend implements LiveBackend {
       if (list === undefined) { list = []; perChunk.set(c, list); }
       list.push(p);
     }
-    const runs: { groups: number[]; outStart: Int32Array; pending: Promise<ChunkOutputs> }[] = [];
+    const runs: { groups: number[]; outStart: Int32Array; outSlots: number; pending: Promise<ChunkOutputs> }[] = [];
     for (const [c, groups] of perChunk) {
       let nThread = 0;
       for (const p of groups) if (routeToThread(store.childCount[p], 'auto', store.dim)) nThread++;
@@ -112,15 +172,24 @@ export class GpuLiveBackend implements LiveBackend {
       });
       const chunk = this.chunks[c];
       const inputs = { f16: false, feat: chunk.feat, featBytes: chunk.cap * FEAT_BYTES, emb: chunk.emb, embBytes: chunk.emb.size };
-      runs.push({ groups, outStart, pending: submitChunk(this.context, this.pipes, inputs, store.dim, { thread, workgroup }, o, params) });
+      runs.push({ groups, outStart, outSlots: o, pending: submitChunk(this.context, this.pipes, inputs, store.dim, { thread, workgroup }, o, params) });
       this.stats.dispatches++;
     }
     const outputs = await Promise.all(runs.map((r) => r.pending));
 
-    const { child, childStart, childCount, contrast, weight, gradAlpha, gradTau, intensity } = store;
+    // The safety net before anything reaches the store: `x·0` is NaN exactly for NaN and ±∞.
     runs.forEach((run, r) => {
       const { out, outI } = outputs[r];
       this.stats.readBackBytes += out.byteLength + outI.byteLength;
+      let z = 0;
+      for (let i = 0, n = 4 * run.outSlots; i < n; i++) z += out[i] * 0;
+      for (let i = 0; i < run.groups.length; i++) z += outI[i] * 0;
+      if (z !== 0) throw new GpuNonFiniteError(describeNonFinite(store, run.groups, run.outStart, out, outI));
+    });
+
+    const { child, childStart, childCount, contrast, weight, gradAlpha, gradTau, intensity } = store;
+    runs.forEach((run, r) => {
+      const { out, outI } = outputs[r];
       run.groups.forEach((p, i) => {
         const first = childStart[p];
         for (let j = 0, at = 4 * run.outStart[i]; j < childCount[p]; j++, at += 4) {
@@ -141,24 +210,92 @@ export class GpuLiveBackend implements LiveBackend {
     const used = store.usedRows;
     for (let c = 0; c * CS < used; c++) this.ensureChunk(c, Math.min(CS, used - c * CS), store.dim);
 
+    // Everything is packed into the host copies before anything is written, so a group out of
+    // range (GpuInputRangeError) leaves the change lists in place for the next call.
     const spans = store.changedSpans;
-    for (let i = 0; i < spans.length; i += 2) this.upload(store, spans[i], spans[i + 1], true);
+    for (let i = 0; i < spans.length; i += 2) this.packSpan(store, spans[i], spans[i + 1]);
     const slots = store.changedSlots;
+    // Feedback: re-pack each touched group whole (its reference may have moved). A slot whose
+    // row left its group since (tree removed or moved) is skipped: a span covers the move.
+    let starts = new Int32Array(0), n = 0;
     if (slots.length > 0) {
-      // Nearby single records go up as one write: fewer queue calls for a few re-sent records.
-      const sorted = Int32Array.from(slots).sort();
-      let a = sorted[0], b = a;
-      for (let i = 1; i <= sorted.length; i++) {
-        const q = i < sorted.length ? sorted[i] : Infinity;
-        if (q - b <= 16 && Math.floor(q / CS) === Math.floor(a / CS)) { b = q; continue; }
-        this.upload(store, a, b + 1, false);
-        a = b = q;
+      const { child, parentRow, rowTree, childStart, childCount } = store;
+      if (this.mark.length < store.capacity) this.mark = new Uint32Array(store.capacity);
+      const mark = this.mark, epoch = ++this.epoch;
+      starts = new Int32Array(slots.length);
+      for (const q of slots) {
+        const p = parentRow[child[q]];
+        if (p < 0 || mark[p] === epoch || rowTree[p] < 0) continue;
+        const s0 = childStart[p];
+        if (q < s0 || q >= s0 + childCount[p]) continue;
+        mark[p] = epoch;
+        this.packGroup(store, p);
+        starts[n++] = s0;
+      }
+    }
+
+    for (let i = 0; i < spans.length; i += 2) this.upload(store, spans[i], spans[i + 1], true);
+    if (n > 0) {
+      // Nearby groups go up as one write (the host copy holds the slots between them): fewer
+      // queue calls for a few re-sent groups.
+      const { child, parentRow, childCount } = store;
+      const sorted = starts.subarray(0, n).sort();
+      const end = (s0: number) => s0 + childCount[parentRow[child[s0]]];
+      let a = sorted[0], b = end(a);
+      for (let i = 1; i <= n; i++) {
+        const q = i < n ? sorted[i] : Infinity;
+        if (q - b <= 16 && Math.floor(q / CS) === Math.floor(a / CS)) { b = Math.max(b, end(q)); continue; }
+        this.upload(store, a, b, false);
+        if (i < n) { a = q; b = end(q); }
       }
     }
     store.changedSpans = [];
     store.changedSlots = [];
   }
 
+  /** Packs the feature records of every group whose parent row lies in the slab `[lo, hi)`. */
+  private packSpan(store: LiveStore, lo: number, hi: number): void {
+    hi = Math.min(hi, store.usedRows);
+    const { rowTree, childCount } = store;
+    for (let p = lo; p < hi; p++) if (rowTree[p] >= 0 && childCount[p] > 0) this.packGroup(store, p);
+  }
+
+  /**
+   * Writes the k feature records of the group of parent row `p` into its chunk's host copy,
+   * relative to the group's reference (as `writeGroupFeatures` in src/gpu/layout.ts does for a
+   * packed forest: the midpoint of the visited rewards and of the uncertainties; unvisited
+   * rewards are stored as 0). Throws `GpuInputRangeError` beyond `GPU_FEATURE_LIMIT`.
+   */
+  private packGroup(store: LiveStore, p: number): void {
+    const { child, reward, uncertainty, visits } = store;
+    const s0 = store.childStart[p], s1 = s0 + store.childCount[p];
+    let rMin = Infinity, rMax = -Infinity, uMin = Infinity, uMax = -Infinity;
+    for (let q = s0; q < s1; q++) {
+      const row = child[q];
+      const u = uncertainty[row];
+      if (u < uMin) uMin = u;
+      if (u > uMax) uMax = u;
+      if (visits[row] > 0) {
+        const r = reward[row];
+        if (r < rMin) rMin = r;
+        if (r > rMax) rMax = r;
+      }
+    }
+    const rRef = rMin <= rMax ? rMin / 2 + rMax / 2 : 0;
+    const uRef = uMin / 2 + uMax / 2;
+    if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(store, p, 'reward', rMin, rMax);
+    if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(store, p, 'uncertainty', uMin, uMax);
+    const CS = this.chunkSlots;
+    const c = Math.floor(s0 / CS);
+    const feat = this.chunks[c].featHost;
+    for (let q = s0, o = (s0 - c * CS) * FEAT_FLOATS; q < s1; q++, o += FEAT_FLOATS) {
+      const row = child[q];
+      const visited = visits[row] > 0;
+      writeFeature(feat, o, visited ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
+    }
+  }
+
+  /** Writes the slots `[lo, hi)` (one chunk) from the host copy, and with `withEmbeddings` their rows. */
   private upload(store: LiveStore, lo: number, hi: number, withEmbeddings: boolean): void {
     const CS = this.chunkSlots;
     const c = Math.floor(lo / CS);
@@ -166,21 +303,15 @@ export class GpuLiveBackend implements LiveBackend {
     if (hi <= lo) return;
     const chunk = this.chunks[c];
     const base = lo - c * CS;
-    const { child, reward, uncertainty, visits, embedding, dim } = store;
-    const feat = new Float32Array((hi - lo) * FEAT_FLOATS);
-    for (let q = lo; q < hi; q++) {
-      const row = child[q];
-      writeFeature(feat, (q - lo) * FEAT_FLOATS, reward[row], uncertainty[row], visits[row]);
-    }
     const queue = this.context.device.queue;
-    queue.writeBuffer(chunk.feat, base * FEAT_BYTES, feat);
-    this.stats.uploadedBytes += feat.byteLength;
+    queue.writeBuffer(chunk.feat, base * FEAT_BYTES, chunk.featHost, base * FEAT_FLOATS, (hi - lo) * FEAT_FLOATS);
+    this.stats.uploadedBytes += (hi - lo) * FEAT_BYTES;
+    const { child, embedding, dim } = store;
     if (!withEmbeddings || dim === 0) return;
     const emb = new Float32Array((hi - lo) * dim);
-    for (let q = lo; q < hi; q++) {
-      const r = child[q] * dim;
-      emb.set(embedding.subarray(r, r + dim), (q - lo) * dim);
-    }
+    // Rows whose magnitude leaves [2^-63, 2^65) are scaled by a power of two (f32 subnormals
+    // flush on GPUs; cosine similarity does not see the scale).
+    for (let q = lo; q < hi; q++) writeF32Row(emb, (q - lo) * dim, embedding, child[q] * dim, dim);
     queue.writeBuffer(chunk.emb, base * dim * 4, emb);
     this.stats.uploadedBytes += emb.byteLength;
   }
@@ -196,11 +327,13 @@ export class GpuLiveBackend implements LiveBackend {
     const device = this.context.device;
     const feat = device.createBuffer({ label: `live-feat-${c}`, size: cap * FEAT_BYTES, usage: S.STORAGE | S.COPY_DST | S.COPY_SRC });
     const emb = device.createBuffer({ label: `live-emb-${c}`, size: Math.max(4, cap * dim * 4), usage: S.STORAGE | S.COPY_DST | S.COPY_SRC });
+    const featHost = new Float32Array(cap * FEAT_FLOATS);
     if (old !== undefined) {
       const enc = device.createCommandEncoder({ label: 'live-grow' });
       enc.copyBufferToBuffer(old.feat, 0, feat, 0, old.feat.size);
       enc.copyBufferToBuffer(old.emb, 0, emb, 0, old.emb.size);
       device.queue.submit([enc.finish()]);
+      featHost.set(old.featHost);
       this.stats.grownBytes += old.feat.size + old.emb.size;
       old.feat.destroy(); // after the copy that reads them completes
       old.emb.destroy();
@@ -208,15 +341,52 @@ export class GpuLiveBackend implements LiveBackend {
     } else {
       this.stats.chunks++;
     }
-    this.chunks[c] = { feat, emb, cap };
+    this.chunks[c] = { feat, emb, featHost, cap };
     this.stats.deviceSlots += cap;
+  }
+
+  private releaseDevice(): void {
+    if (!this.context.isLost) for (const c of this.chunks) { c.feat.destroy(); c.emb.destroy(); }
+    this.chunks.length = 0;
+    if (this.owned) this.context.destroy();
   }
 
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    if (!this.context.isLost) for (const c of this.chunks) { c.feat.destroy(); c.emb.destroy(); }
-    this.chunks.length = 0;
-    if (this.owned) this.context.destroy();
+    if (this.cpu !== undefined) { this.cpu.destroy(); return; }
+    this.releaseDevice();
   }
+}
+
+function rangeError(store: LiveStore, p: number, field: string, min: number, max: number): never {
+  const slot = store.rowTree[p];
+  const what = field === 'reward' ? 'rewards of its visited children' : 'uncertainties of its children';
+  throw new GpuInputRangeError(
+    store.at(slot, p - store.slotStart[slot], field),
+    `the ${what} span [${min}, ${max}], more than the gpu backend's float32 kernels hold (at most ${GPU_FEATURE_LIMIT} either side ` +
+      `of the group's midpoint); use the cpu backend (backend auto does)`,
+  );
+}
+
+const FIELDS = ['contrast', 'weight', 'gradAlpha', 'gradTau'] as const;
+
+/** Names the first non-finite output of a run (only called once one was seen). */
+function describeNonFinite(store: LiveStore, groups: number[], outStart: Int32Array, out: Float32Array, outI: Float32Array): string {
+  const where = (p: number, node?: number) => {
+    const slot = store.rowTree[p];
+    const v = node ?? p;
+    return `tree ${JSON.stringify(store.slotId[slot])}, node ${v - store.slotStart[slot]}`;
+  };
+  for (let i = 0; i < groups.length; i++) {
+    const p = groups[i];
+    for (let j = 0; j < store.childCount[p]; j++) {
+      for (let f = 0; f < 4; f++) {
+        const x = out[4 * (outStart[i] + j) + f];
+        if (x - x !== 0) return `${FIELDS[f]} ${x} at ${where(p, store.child[store.childStart[p] + j])}`;
+      }
+    }
+    if (outI[i] - outI[i] !== 0) return `intensity ${outI[i]} of the group of ${where(p)}`;
+  }
+  return 'a non-finite output';
 }
