@@ -154,8 +154,8 @@ function rangeError(forest: PackedForest, g: number, field: string, min: number,
 
 /**
  * One feature record: `reward − rewardRef` and `uncertainty − uncertaintyRef` (float64) as f32
- * hi/lo pairs, and the visited flag. The references default to 0 (absolute values, as
- * src/live/gpu.ts writes them).
+ * hi/lo pairs, and the visited flag. Callers pass the group's references (see
+ * writeGroupFeatures; src/live/gpu.ts applies the same rule); they default to 0.
  */
 export function writeFeature(out: Float32Array, at: number, reward: number, uncertainty: number, visits: number, rewardRef = 0, uncertaintyRef = 0): void {
   const r = reward - rewardRef;
@@ -232,7 +232,7 @@ function f32RowInRange(bits: Int32Array, at: number, dim: number): boolean {
  * by GPUs), 1e-300 (0 in f32) or 1e39 (∞ in f32) — is first scaled by the power of two that
  * brings its max-abs into [1, 2): exact apart from the final rounding, and harmless to cosine
  * similarity. Other rows are copied as they are. A zero row stays zero. Returns whether the
- * row was scaled. (src/live/gpu.ts may adopt this for its own uploads.)
+ * row was scaled. (src/live/gpu.ts narrows its uploads through it as well.)
  */
 export function writeF32Row(out: Float32Array, at: number, src: ArrayLike<number>, from: number, dim: number): boolean {
   let m = 0;
