@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** Where a run happened: enough to judge whether two results files are comparable. */
@@ -12,8 +13,41 @@ export interface MachineInfo {
   /** 1-minute load average when the run started and ended: other work competing for the cores. */
   loadStart: number;
   loadEnd?: number;
-  /** True when the load suggests other processes shared the cores during the run. */
+  /**
+   * Share of the machine's CPU capacity (all cores × wall time) used by other processes during
+   * the run: busy time of all cores minus this process's (and its children's) CPU time.
+   */
+  otherCpuShare?: number;
+  /** True when other processes used more than 10 % of the machine's CPU capacity during the run. */
   shared?: boolean;
+}
+
+/** Busy CPU milliseconds of all cores together, and of this process plus its waited-for children. */
+export interface CpuMark {
+  wallMs: number;
+  machineBusyMs: number;
+  ownMs: number;
+}
+
+function ownCpuMs(): number {
+  const u = process.cpuUsage(); // every thread of this process, lavapipe's workers included
+  let children = 0;
+  try {
+    // Linux: cutime and cstime (fields 16, 17) count children we waited for (the numpy peer).
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[13]) + Number(fields[14]);
+    if (Number.isFinite(ticks)) children = ticks * 10; // USER_HZ is 100 on Linux
+  } catch {
+    // not Linux: children's time is unknown and counted as other processes'
+  }
+  return (u.user + u.system) / 1000 + children;
+}
+
+export function cpuMark(): CpuMark {
+  let busy = 0;
+  for (const c of os.cpus()) busy += c.times.user + c.times.nice + c.times.sys + c.times.irq;
+  return { wallMs: performance.now(), machineBusyMs: busy, ownMs: ownCpuMs() };
 }
 
 export function machineInfo(): MachineInfo {
@@ -31,13 +65,22 @@ export function machineInfo(): MachineInfo {
 }
 
 /**
- * Marks the run as shared when the load average, beyond the one core this benchmark keeps
- * busy, ever reached a quarter of the machine. Sampled at the start, between workloads and at the end.
+ * Marks the run as shared when other processes used more than 10 % of the machine's CPU
+ * capacity between `start` and now (or, given load-average samples instead, by the load). (The load average cannot tell: lavapipe's worker threads
+ * alone raise it by the number of cores.)
  */
-export function finishMachineInfo(m: MachineInfo, loadSamples: number[]): MachineInfo {
-  const loadEnd = Number((os.loadavg()[0] ?? 0).toFixed(2));
-  const peak = Math.max(m.loadStart, loadEnd, ...loadSamples);
-  return { ...m, loadEnd, shared: peak - 1 >= m.cores / 4 };
+export function finishMachineInfo(m: MachineInfo, start: CpuMark | number[]): MachineInfo {
+  if (Array.isArray(start)) {
+    // Load-average samples only (callers without a CpuMark): shared when, beyond the one core
+    // the benchmark keeps busy, the load ever reached a quarter of the machine.
+    const loadEnd = Number((os.loadavg()[0] ?? 0).toFixed(2));
+    return { ...m, loadEnd, shared: Math.max(m.loadStart, loadEnd, ...start) - 1 >= m.cores / 4 };
+  }
+  const end = cpuMark();
+  const capacity = (end.wallMs - start.wallMs) * m.cores;
+  const other = Math.max(0, end.machineBusyMs - start.machineBusyMs - (end.ownMs - start.ownMs));
+  const otherCpuShare = capacity > 0 ? Number((other / capacity).toFixed(3)) : 0;
+  return { ...m, loadEnd: Number((os.loadavg()[0] ?? 0).toFixed(2)), otherCpuShare, shared: otherCpuShare > 0.1 };
 }
 
 export interface AdapterInfo {

@@ -108,7 +108,9 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
   out.push('');
   out.push(`**Run:** \`${r.command}\` (${r.mode}), ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${Math.round(r.durationS)} s. **Machine:** ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}. ` +
     `**Adapter:** ${r.adapter.available ? `${r.adapter.name}${emulated ? ' — **CPU-emulated** (Mesa lavapipe runs the WebGPU kernels on the same CPU cores), so GPU figures are quoted only as ratios to the CPU path of the same run' : ''}` : `none (${r.adapter.reason})`}.`);
-  if (m.shared) out.push('', `> The machine was shared with other jobs during this run (1-minute load average ${m.loadStart} at the start, ${m.loadEnd} at the end, on ${m.cores} cores): absolute times are noisy; ratios between paths timed back to back are the figures to read.`);
+  const others = m.otherCpuShare !== undefined ? `other processes used ${Math.round(m.otherCpuShare * 100)} % of the ${m.cores} cores' capacity` : `1-minute load average ${m.loadStart} at the start, ${m.loadEnd} at the end, on ${m.cores} cores`;
+  if (m.shared) out.push('', `> The machine was shared with other jobs during this run (${others}): absolute times are noisy; ratios between paths timed back to back are the figures to read.`);
+  else if (m.otherCpuShare !== undefined) out.push('', `Other processes used ${Math.round(m.otherCpuShare * 100)} % of the machine's CPU capacity during the run.`);
   out.push('', `Every figure: mean of ≥ ${r.sampling.minSamples} samples (benny / Benchmark.js, max ${r.sampling.maxTime} s per case) ± the 95 % margin of error. Peers: ${r.peers.tfjs}; ${r.peers.numpy}.`);
 
   const w1 = r.workloads.find((w) => w.sweeps.includes('w1'));

@@ -1,5 +1,4 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import b from 'benny';
@@ -11,7 +10,7 @@ import { DEFAULT_PARAMS } from '../src/score/types.js';
 import { formatNumber, markdownTable } from '../report/svg.js';
 import { checkAgainstReference } from './check.js';
 import { openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
-import { adapterSlug, finishMachineInfo, machineInfo } from './machine.js';
+import { adapterSlug, cpuMark, finishMachineInfo, machineInfo } from './machine.js';
 import { naiveToArrays, scoreNaive, toNested } from './peers/naive.js';
 import { probeNumpy, runNumpy } from './peers/numpy.js';
 import { initTfjs, scoreTfjs } from './peers/tfjs.js';
@@ -207,7 +206,7 @@ async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
   const started = new Date();
   const machine = machineInfo();
-  const loads: number[] = [];
+  const cpuStart = cpuMark();
   const notes = [...flags.notes];
   process.env.XDG_RUNTIME_DIR ??= '/tmp/xdg';
 
@@ -249,7 +248,6 @@ async function main(): Promise<void> {
   try {
     for (const w of workloads) {
       results.push(await runWorkload(w, { peers: flags.peers, gpu, gpuNote, tfjs, tfjsNote, numpy: np.available, numpyNote, sampling }));
-      loads.push(os.loadavg()[0] ?? 0);
     }
   } finally {
     gpu?.destroy();
@@ -263,7 +261,7 @@ async function main(): Promise<void> {
     startedAt: started.toISOString(),
     finishedAt: finished.toISOString(),
     durationS: (finished.getTime() - started.getTime()) / 1000,
-    machine: finishMachineInfo(machine, loads),
+    machine: finishMachineInfo(machine, cpuStart),
     adapter,
     peers: { tfjs: tfjsNote, numpy: numpyNote },
     sampling: { minSamples: sampling.minSamples, maxTime: sampling.maxTime },

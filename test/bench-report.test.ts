@@ -97,6 +97,7 @@ describe('report rendering', () => {
     expect(md).toContain('CPU-emulated');
     expect(md).toContain('On W1 the GPU path (lavapipe, CPU-emulated) takes 0.5× the CPU reference, 0.167× nested-object JS, 5× its own transfer floor');
     expect(md).toContain('machine was shared');
+    expect(md).toContain('load average 3 at the start');
     expect(md).toContain('numpy: python3 has no numpy (trees-64, W1, dim-0)');
     // per-group scaling: W1 cpu 100 ms / 86016 groups = 1163 ns
     expect(md).toMatch(/\| 4096 \| 86016 \| 1163 \|/);
@@ -136,5 +137,20 @@ describe('GPU time table', () => {
     // W1: GPU 50 ms, CPU 100 ms, floor 10 ms; no breakdown in the fixture
     expect(md).toMatch(/\| W1 \| 0\.5 \| 0\.2 \| — \| — \|/);
     expect(md).not.toMatch(/\| dim-0 \| [\d.]+ \| /);
+  });
+});
+
+describe('shared-machine detection', () => {
+  it('counts only other processes\' CPU time, not this process\'s threads', async () => {
+    const { cpuMark, finishMachineInfo, machineInfo } = await import('../bench/machine.js');
+    const start = cpuMark();
+    const t0 = performance.now();
+    let x = 0;
+    while (performance.now() - t0 < 200) x += Math.sqrt(x + 1); // our own busy time
+    expect(x).toBeGreaterThan(0);
+    const m = finishMachineInfo(machineInfo(), start);
+    expect(m.otherCpuShare).toBeGreaterThanOrEqual(0);
+    expect(m.otherCpuShare).toBeLessThanOrEqual(1);
+    expect(m.shared).toBe(m.otherCpuShare! > 0.1);
   });
 });
