@@ -272,7 +272,9 @@ async function main(): Promise<void> {
   const name = `${started.toISOString().slice(0, 10)}-${adapterSlug(adapter)}${flags.quick ? '-quick' : ''}.json`;
   const file = path.join(flags.outDir, name);
   writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
-  const written = writeReport(out, name, flags.outDir);
+  // Only a run that writes to the committed results folder refreshes the README's W1 section.
+  const defaultDir = path.resolve(flags.outDir) === path.resolve(here, 'results');
+  const written = writeReport(out, name, flags.outDir, defaultDir ? path.join(here, '..', 'README.md') : undefined);
 
   console.log('');
   console.log(markdownTable(['workload', ...PATHS_PRINTED.map((p) => PATH_LABEL[p])], results.map((r) => [r.id, ...PATHS_PRINTED.map((p) => r.figures[p]?.meanMs ?? '—')])));

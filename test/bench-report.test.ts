@@ -154,3 +154,20 @@ describe('shared-machine detection', () => {
     expect(m.shared).toBe(m.otherCpuShare! > 0.1);
   });
 });
+
+describe('README injection', () => {
+  it('replaces only the text between the bench markers with the run line and the W1 section', async () => {
+    const { injectIntoReadme, README_START, README_END } = await import('../bench/report.js');
+    const latest = '<!-- header -->\n\n**Run:** quick\n\n#### W1: 4096 trees\n\n| a |\n\n#### Speed-up over the CPU reference\n\n| b |\n';
+    const readme = `# Title\n\nbefore\n\n${README_START}\nold figures\n${README_END}\n\nafter\n`;
+    const out = injectIntoReadme(readme, latest, 'x.json');
+    expect(out.startsWith('# Title\n\nbefore\n\n')).toBe(true);
+    expect(out.endsWith(`${README_END}\n\nafter\n`)).toBe(true);
+    expect(out).toContain('**Run:** quick');
+    expect(out).toContain('##### W1: 4096 trees');
+    expect(out).not.toContain('old figures');
+    expect(out).not.toContain('Speed-up');
+    expect(out).toContain('bench/results/x.json');
+    expect(injectIntoReadme('# no markers\n', latest, 'x.json')).toBe('# no markers\n');
+  });
+});
