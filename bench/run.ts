@@ -35,8 +35,9 @@ interface Flags {
   outDir: string;
 }
 
+const here = path.dirname(fileURLToPath(import.meta.url));
+
 function parseFlags(argv: string[]): Flags {
-  const here = path.dirname(fileURLToPath(import.meta.url));
   const f: Flags = { quick: false, gpu: true, peers: true, notes: [], outDir: path.join(here, 'results') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
