@@ -1,4 +1,4 @@
-import { ForestError } from '../forest/errors.js';
+import { ForestError, type ForestErrorLocation } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
 import { GpuInputRangeError } from './errors.js';
 import { toHalfBits } from './half.js';
@@ -115,12 +115,31 @@ export function packFeatureRange(forest: PackedForest, s0: number, s1: number, c
  * relative values exceed `GPU_FEATURE_LIMIT`.
  */
 export function writeGroupFeatures(forest: PackedForest, g: number, cols: FeatureColumns, out: Float32Array, at: number): void {
-  const { groupOffset, groupChild } = forest;
+  packGroupFeatures(forest.groupChild, forest.groupOffset[g], forest.groupOffset[g + 1], cols, out, at, (field) => {
+    const parentRow = forest.groupParent[g];
+    const tree = forest.nodeTree[parentRow];
+    return { tree, treeId: forest.treeIds[tree], node: parentRow - forest.treeOffset[tree], field };
+  });
+}
+
+/**
+ * The records of one sibling group whose children are `rows[s0..s1)`, relative to the group's
+ * reference, written from `out[at]` on; `parentAt(field)` locates the group for the range error.
+ * The one implementation behind `writeGroupFeatures` and the live forest's GPU uploads.
+ */
+export function packGroupFeatures(
+  rows: ArrayLike<number>,
+  s0: number,
+  s1: number,
+  cols: FeatureColumns,
+  out: Float32Array,
+  at: number,
+  parentAt: (field: 'reward' | 'uncertainty') => ForestErrorLocation,
+): void {
   const { reward, uncertainty, visits } = cols;
-  const s0 = groupOffset[g], s1 = groupOffset[g + 1];
   let rMin = Infinity, rMax = -Infinity, uMin = Infinity, uMax = -Infinity;
   for (let s = s0; s < s1; s++) {
-    const row = groupChild[s];
+    const row = rows[s];
     const u = uncertainty[row];
     if (u < uMin) uMin = u;
     if (u > uMax) uMax = u;
@@ -132,21 +151,18 @@ export function writeGroupFeatures(forest: PackedForest, g: number, cols: Featur
   }
   const rRef = rMin <= rMax ? rMin / 2 + rMax / 2 : 0;
   const uRef = uMin / 2 + uMax / 2;
-  if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(forest, g, 'reward', rMin, rMax);
-  if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(forest, g, 'uncertainty', uMin, uMax);
+  if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(parentAt('reward'), 'reward', rMin, rMax);
+  if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(parentAt('uncertainty'), 'uncertainty', uMin, uMax);
   for (let s = s0, o = at; s < s1; s++, o += FEAT_FLOATS) {
-    const row = groupChild[s];
-    const visited = visits[row] > 0;
-    writeFeature(out, o, visited ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
+    const row = rows[s];
+    writeFeature(out, o, visits[row] > 0 ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
   }
 }
 
-function rangeError(forest: PackedForest, g: number, field: string, min: number, max: number): never {
-  const parentRow = forest.groupParent[g];
-  const tree = forest.nodeTree[parentRow];
+function rangeError(location: ForestErrorLocation, field: 'reward' | 'uncertainty', min: number, max: number): never {
   const what = field === 'reward' ? 'rewards of its visited children' : 'uncertainties of its children';
   throw new GpuInputRangeError(
-    { tree, treeId: forest.treeIds[tree], node: parentRow - forest.treeOffset[tree], field },
+    location,
     `the ${what} span [${min}, ${max}], more than the gpu backend's float32 kernels hold (at most ${GPU_FEATURE_LIMIT} either side ` +
       `of the group's midpoint); use the cpu backend (backend auto does)`,
   );

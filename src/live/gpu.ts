@@ -1,7 +1,7 @@
 import { GpuContext } from '../gpu/context.js';
 import { loadPipelines, submitChunk, type ChunkOutputs, type Pipelines } from '../gpu/dispatch.js';
-import { GpuInputRangeError, GpuNonFiniteError, isCpuFallbackError } from '../gpu/errors.js';
-import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, GPU_FEATURE_LIMIT, OUT_BYTES, routeToThread, writeF32Row, writeFeature } from '../gpu/layout.js';
+import { GpuNonFiniteError, isCpuFallbackError } from '../gpu/errors.js';
+import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, OUT_BYTES, packGroupFeatures, routeToThread, writeF32Row } from '../gpu/layout.js';
 import { checkGpuParams } from '../gpu/resident.js';
 import type { ScoreParams } from '../score/types.js';
 import { CpuLiveBackend, type LiveBackend } from './backend.js';
@@ -267,32 +267,13 @@ export class GpuLiveBackend implements LiveBackend {
    * rewards are stored as 0). Throws `GpuInputRangeError` beyond `GPU_FEATURE_LIMIT`.
    */
   private packGroup(store: LiveStore, p: number): void {
-    const { child, reward, uncertainty, visits } = store;
     const s0 = store.childStart[p], s1 = s0 + store.childCount[p];
-    let rMin = Infinity, rMax = -Infinity, uMin = Infinity, uMax = -Infinity;
-    for (let q = s0; q < s1; q++) {
-      const row = child[q];
-      const u = uncertainty[row];
-      if (u < uMin) uMin = u;
-      if (u > uMax) uMax = u;
-      if (visits[row] > 0) {
-        const r = reward[row];
-        if (r < rMin) rMin = r;
-        if (r > rMax) rMax = r;
-      }
-    }
-    const rRef = rMin <= rMax ? rMin / 2 + rMax / 2 : 0;
-    const uRef = uMin / 2 + uMax / 2;
-    if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(store, p, 'reward', rMin, rMax);
-    if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(store, p, 'uncertainty', uMin, uMax);
     const CS = this.chunkSlots;
     const c = Math.floor(s0 / CS);
-    const feat = this.chunks[c].featHost;
-    for (let q = s0, o = (s0 - c * CS) * FEAT_FLOATS; q < s1; q++, o += FEAT_FLOATS) {
-      const row = child[q];
-      const visited = visits[row] > 0;
-      writeFeature(feat, o, visited ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
-    }
+    packGroupFeatures(store.child, s0, s1, store, this.chunks[c].featHost, (s0 - c * CS) * FEAT_FLOATS, (field) => {
+      const slot = store.rowTree[p];
+      return store.at(slot, p - store.slotStart[slot], field);
+    });
   }
 
   /** Writes the slots `[lo, hi)` (one chunk) from the host copy, and with `withEmbeddings` their rows. */
@@ -359,15 +340,6 @@ export class GpuLiveBackend implements LiveBackend {
   }
 }
 
-function rangeError(store: LiveStore, p: number, field: string, min: number, max: number): never {
-  const slot = store.rowTree[p];
-  const what = field === 'reward' ? 'rewards of its visited children' : 'uncertainties of its children';
-  throw new GpuInputRangeError(
-    store.at(slot, p - store.slotStart[slot], field),
-    `the ${what} span [${min}, ${max}], more than the gpu backend's float32 kernels hold (at most ${GPU_FEATURE_LIMIT} either side ` +
-      `of the group's midpoint); use the cpu backend (backend auto does)`,
-  );
-}
 
 const FIELDS = ['contrast', 'weight', 'gradAlpha', 'gradTau'] as const;
 
