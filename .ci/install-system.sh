@@ -7,7 +7,10 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 need=()
 dpkg -s chromium >/dev/null 2>&1 || need+=(chromium)
-if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1; then
+# Dawn needs Mesa >= 24; bookworm's own mesa-vulkan-drivers (22.x) must be upgraded, not kept.
+mesa_version=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
+if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1 \
+   || ! dpkg --compare-versions "${mesa_version:-0}" ge 24; then
   need+=(mesa)
 fi
 [ ${#need[@]} -eq 0 ] && { echo "system packages: already installed"; exit 0; }
