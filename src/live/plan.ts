@@ -200,7 +200,7 @@ export class LivePlanner {
   private refreshTree(slot: number, pruneRatio: number): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
-    const { live, terminal, childStart, childCount, child, weight, kept, pruned, keptWeight, keptCount } = s;
+    const { live, terminal, childStart, childCount, child, weight, kept, pruned } = s;
     for (let v = hi - 1; v >= lo; v--) {
       const k = childCount[v];
       if (k === 0) { live[v] = terminal[v] ? 0 : 1; continue; }
@@ -211,36 +211,27 @@ export class LivePlanner {
         if (live[c]) { anyLive = true; if (weight[c] > wStar) wStar = weight[c]; }
       }
       live[v] = anyLive || !terminal[v] ? 1 : 0;
-      let sum = 0, count = 0;
-      if (wStar === -Infinity) {
-        for (let q = start; q < end; q++) { const c = child[q]; kept[c] = 0; pruned[c] = 0; }
-      } else {
-        const threshold = pruneRatio * wStar;
-        for (let q = start; q < end; q++) {
-          const c = child[q];
-          if (!live[c]) { kept[c] = 0; pruned[c] = 0; continue; }
-          if (weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
-        }
-      }
-      keptWeight[v] = sum;
-      keptCount[v] = count;
+      this.markKept(v, start, end, wStar, pruneRatio);
     }
     kept[lo] = 0; pruned[lo] = 0; // the root is in no group
     this.statsStale[slot] = 1;
   }
 
-  /**
-   * The kept/pruned split of one group whose children's liveness is settled (as in
-   * `refreshTree`, operation for operation).
-   */
+  /** The kept/pruned split of one group whose children's liveness is settled. */
   private splitGroup(v: number, pruneRatio: number): void {
-    const { live, childStart, childCount, child, weight, kept, pruned, keptWeight, keptCount } = this.store;
+    const { live, childStart, childCount, child, weight } = this.store;
     const start = childStart[v], end = start + childCount[v];
     let wStar = -Infinity;
     for (let q = start; q < end; q++) {
       const c = child[q];
       if (live[c] && weight[c] > wStar) wStar = weight[c];
     }
+    this.markKept(v, start, end, wStar, pruneRatio);
+  }
+
+  /** Kept/pruned marks of the children `child[start..end)` of `v`, given the best live weight `wStar`. */
+  private markKept(v: number, start: number, end: number, wStar: number, pruneRatio: number): void {
+    const { live, child, weight, kept, pruned, keptWeight, keptCount } = this.store;
     let sum = 0, count = 0;
     if (wStar === -Infinity) {
       for (let q = start; q < end; q++) { const c = child[q]; kept[c] = 0; pruned[c] = 0; }
