@@ -10,7 +10,7 @@ import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 
 export const DEMO_USAGE = `usage: trace-alloc demo [--trees N] [--seed S] [--dim D] [--min-nodes N] [--max-nodes N]
          [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
-         [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
+         [--rule v2|v1] [--prune-ratio R] [--contest-gain K] [--tree-floor Q] [--widen L (v1)] [--base-depth D] [--depth-gain G] [--max-depth X]
          [--backend auto|gpu|cpu] [--view FILE]
 
 Generates a seeded synthetic batch (default 4096 trees of 20–200 nodes, forks of 2–8
@@ -25,6 +25,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, DEMO_FLAGS);
   if (positionals.length > 0) throw new UsageError(`demo takes no file, got ${JSON.stringify(positionals[0])}`);
   const settings = scoreSettings(values);
+  for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   const trees = (values.trees as number | undefined) ?? 4096;
   const seed = (values.seed as number | undefined) ?? 1;
   const dim = (values.dim as number | undefined) ?? 64;

@@ -6,14 +6,16 @@ import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { checkOutputPath, writeResult } from './output.js';
 
 export const SCORE_USAGE = `usage: trace-alloc score FILE|- [--budget N | --total-budget N [--min-per-tree M]]
-         [--alpha A] [--tau T] [--prune-ratio R] [--widen L] [--base-depth D]
-         [--depth-gain G] [--max-depth X] [--backend auto|gpu|cpu] [--scores] [--out FILE]`;
+         [--rule v2|v1] [--alpha A] [--tau T] [--prune-ratio R] [--contest-gain K] [--tree-floor Q]
+         [--widen L (v1)] [--base-depth D] [--depth-gain G] [--max-depth X]
+         [--backend auto|gpu|cpu] [--scores] [--out FILE]`;
 
 /** `trace-alloc score`: forest file → plan JSON (SPEC §5). Nothing is written unless everything succeeded. */
 export async function runScore(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, { ...SCORE_FLAGS, scores: 'boolean', out: 'string' });
   if (positionals.length !== 1) throw new UsageError(`score needs exactly one FILE (or - for standard input), got ${positionals.length}`);
   const settings = scoreSettings(values);
+  for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   checkOutputPath(values.out as string | undefined);
   const forest = loadForestFile(positionals[0]);
   const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });

@@ -10,7 +10,7 @@ import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 
 export const VIZ_USAGE = `usage: trace-alloc viz FILE|- --out FILE [--tree ID] [--svg] [--metric weight|contrast|reward|uncertainty]
          [--max-trees N] [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
-         [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
+         [--rule v2|v1] [--prune-ratio R] [--contest-gain K] [--tree-floor Q] [--widen L (v1)] [--base-depth D] [--depth-gain G] [--max-depth X]
          [--backend auto|gpu|cpu]
 
 Scores and allocates the forest like 'trace-alloc score', then writes one self-contained HTML
@@ -38,6 +38,7 @@ export async function runViz(argv: string[]): Promise<number> {
   if (maxTrees !== undefined && maxTrees < 1) throw new UsageError(`--max-trees must be an integer >= 1, got ${maxTrees}`);
   const metric = values.metric as ColorMetric | undefined;
   const settings = scoreSettings(values);
+  for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
 
   const forest = loadForestFile(positionals[0]);
   if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
