@@ -11,6 +11,9 @@ import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
+/** Caches tools keep in TMPDIR on their own (tsx's compile cache, for tests that run `tsx`); removed with the folder. */
+const TOOL_CACHES = [/^tsx-\d+$/];
+
 /** `git status` of the working tree, or undefined outside a git checkout (e.g. an unpacked tarball). */
 function treeStatus(): Set<string> | undefined {
   const r = spawnSync('git', ['status', '--porcelain=v1', '--untracked-files=all'], { cwd: REPO, encoding: 'utf8' });
@@ -27,7 +30,7 @@ export default function setup(): () => void {
 
   return () => {
     const problems: string[] = [];
-    const left = readdirSync(runTmp);
+    const left = readdirSync(runTmp).filter((name) => !TOOL_CACHES.some((pattern) => pattern.test(name)));
     if (left.length > 0) problems.push(`left in ${runTmp} (write inside your own mkdtemp folder and remove it): ${left.join(', ')}`);
     const after = treeStatus();
     if (before && after) {
