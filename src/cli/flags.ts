@@ -48,7 +48,7 @@ export function parseFlags(argv: readonly string[], defs: FlagDefs): { values: F
   return { values, positionals };
 }
 
-/** The scoring and allocation flags of `trace-alloc score` (SPEC §5), shared by `viz` and `demo`. */
+/** The scoring and allocation flags of `trace-alloc score` (README, "CLI"), shared by `viz` and `demo`. */
 export const SCORE_FLAGS = {
   budget: 'int',
   'total-budget': 'int',
