@@ -18,7 +18,8 @@ export interface TreePlan {
 }
 
 export interface PlanJson {
-  params: { alpha: number; tau: number };
+  /** α, τ and the rule (v2 or v1) that made the plan. */
+  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' };
   /** Global budget mode only: the total and what no live tree could take. */
   totalBudget?: number;
   unallocated?: number;
@@ -52,7 +53,7 @@ export function planToJson(forest: PackedForest, scores: Scores, allocation: All
     }
     trees.push(tree);
   }
-  const plan: PlanJson = { params: { alpha: scores.params.alpha, tau: scores.params.tau }, trees };
+  const plan: PlanJson = { params: { alpha: scores.params.alpha, tau: scores.params.tau, rule: allocation.options.rule }, trees };
   if (allocation.options.totalBudget !== undefined) {
     plan.totalBudget = allocation.options.totalBudget;
     plan.unallocated = allocation.unallocatedTotal;
