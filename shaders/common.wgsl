@@ -7,6 +7,8 @@
 //               (float64 on the host), as f32 hi/lo pairs (so differences of nearly equal
 //               values keep float64-like precision relative to the group's spread), and a
 //               visited flag. The host keeps |value − reference| ≤ 1e30, so Δ stays finite.
+//               `share` is (u + ε) times a per-group power of two (max in [1, 2)): v2's split
+//               of a pair's contrast is the ratio of two shares, exact whatever the scale.
 //   emb         `stride` scalars per child slot, slot-major, so a group's rows are contiguous.
 //   work[i]     one entry per group to score: (first slot, k, first output slot, output index).
 //   out[o]      per output slot (C, w, gA, gB); `.w` and `.x/.z` double as scratch for the
@@ -20,7 +22,7 @@ struct Params {
   dim: u32,
   gridX: u32,   // workgroups along x: dispatches over 65 535 workgroups fold into 2-D grids
   stride: u32,  // scalars per embedding row (dim, rounded up to even for f16 so rows are 4-byte aligned)
-  _pad1: u32,
+  rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2 (split by uncertainty)
   _pad2: u32,
 }
 
@@ -28,7 +30,7 @@ struct Feat {
   reward: vec2<f32>,       // hi, lo: reward ≈ hi + lo
   uncertainty: vec2<f32>,  // hi, lo
   visited: f32,            // 1 when visits > 0
-  _pad: f32,
+  share: f32,              // (uncertainty + ε)·2^-e, e per group
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -107,4 +109,15 @@ fn response(si: u32, fi: f32, sj: u32, fj: f32) -> vec2<f32> {
   let den = delta + ad + EPS;
   let c = delta / den;
   return vec2<f32>(c, -c * (ad / den));
+}
+
+// v2's split of the pair (i, j): s_ij = 2(u_i + ε)/(u_i + u_j + 2ε), from the scaled shares (a
+// ratio, so f32 holds it to a few ulps however large or small the uncertainties). v1: 1.
+// Both shares are normal f32 (the host's range limit), so the sum is never 0.
+fn splitOf(si: u32, sj: u32) -> f32 {
+  if (P.rule == 0u) {
+    return 1.0;
+  }
+  let a = feat[si].share;
+  return 2.0 * a / (a + feat[sj].share);
 }

@@ -40,6 +40,31 @@ gpuDescribe('live forest on the gpu backend', () => {
     );
   });
 
+  it('rule v2: after random changes (and a switch of rule), scores are within SPEC tolerance of the float64 v2 scoring', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.constantFrom(0, 1, 3, 8), fc.integer({ min: 1, max: 20 }), fc.boolean(), async (seed, dim, steps, tinyChunks) => {
+        const live = await createLiveForest({ dim, backend: 'gpu', params: { rule: 'v2' }, gpu: { context, ...(tinyChunks ? { maxChunkBytes: 65536, initialSlots: 8 } : {}) } });
+        try {
+          const rng = new Rng(seed);
+          for (const op of randomOps(live, rng, steps)) {
+            await op.apply();
+            expect(live.scoreParams.rule).toBe('v2');
+            if (op.check) await checkLiveAgainstScratch(live, op.check, { exact: false });
+          }
+          await checkLiveAgainstScratch(live, { budget: 1 + rng.int(0, 20) }, { exact: false });
+          // Switching the rule re-scores every group.
+          live.setParams({ rule: 'v1' });
+          await checkLiveAgainstScratch(live, { budget: 7 }, { exact: false });
+          live.setParams({ rule: 'v2' });
+          await checkLiveAgainstScratch(live, { budget: 7 }, { exact: false });
+        } finally {
+          live.destroy();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   /**
    * A tree whose rewards sit at `offset` plus small steps (exactly representable: multiples of
    * 1/8 below 2^50) and whose embedding rows are scaled by `scale` (some rows by its inverse too).

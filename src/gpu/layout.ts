@@ -1,5 +1,6 @@
 import { ForestError, type ForestErrorLocation } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
+import { CONTRAST_EPSILON } from '../score/types.js';
 import { GpuInputRangeError } from './errors.js';
 import { toHalfBits } from './half.js';
 
@@ -153,10 +154,21 @@ export function packGroupFeatures(
   const uRef = uMin / 2 + uMax / 2;
   if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(parentAt('reward'), 'reward', rMin, rMax);
   if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(parentAt('uncertainty'), 'uncertainty', uMin, uMax);
+  const shareScale = shareScaleOf(uMax);
   for (let s = s0, o = at; s < s1; s++, o += FEAT_FLOATS) {
     const row = rows[s];
-    writeFeature(out, o, visits[row] > 0 ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
+    writeFeature(out, o, visits[row] > 0 ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef, shareScale);
   }
+}
+
+/**
+ * The power of two that brings the group's largest `u + ε` into [1, 2) (v2's contrast shares
+ * are ratios of `u + ε`, so any common scale leaves them exact). With the range limit above, the
+ * smallest `u + ε` of the group (ε = 1e−6) then stays a normal f32 (≥ 1e−6 / 2e30 > 2^-126).
+ */
+export function shareScaleOf(uMax: number): number {
+  // 2^-e is exact even when subnormal in float64 (e up to 1023).
+  return 2 ** -Math.floor(Math.log2(uMax + CONTRAST_EPSILON));
 }
 
 function rangeError(location: ForestErrorLocation, field: 'reward' | 'uncertainty', min: number, max: number): never {
@@ -170,10 +182,14 @@ function rangeError(location: ForestErrorLocation, field: 'reward' | 'uncertaint
 
 /**
  * One feature record: `reward − rewardRef` and `uncertainty − uncertaintyRef` (float64) as f32
- * hi/lo pairs, and the visited flag. Callers pass the group's references (see
- * writeGroupFeatures; src/live/gpu.ts applies the same rule); they default to 0.
+ * hi/lo pairs, the visited flag, and `(uncertainty + ε)·shareScale` (the weight of this child in
+ * v2's split of a pair's contrast; `shareScale` is the group's `shareScaleOf`). Callers pass the
+ * group's references (see writeGroupFeatures; src/live/gpu.ts applies the same rule); they
+ * default to 0 (and the scale to 1).
  */
-export function writeFeature(out: Float32Array, at: number, reward: number, uncertainty: number, visits: number, rewardRef = 0, uncertaintyRef = 0): void {
+export function writeFeature(
+  out: Float32Array, at: number, reward: number, uncertainty: number, visits: number, rewardRef = 0, uncertaintyRef = 0, shareScale = 1,
+): void {
   const r = reward - rewardRef;
   const u = uncertainty - uncertaintyRef;
   const rHi = Math.fround(r);
@@ -183,7 +199,7 @@ export function writeFeature(out: Float32Array, at: number, reward: number, unce
   out[at + 2] = uHi;
   out[at + 3] = u - uHi;
   out[at + 4] = visits > 0 ? 1 : 0;
-  out[at + 5] = 0;
+  out[at + 5] = (uncertainty + CONTRAST_EPSILON) * shareScale;
 }
 
 /** Embedding rows of slots `[s0, s1)`, slot-major; f16 as raw bits in a Uint16Array. */
