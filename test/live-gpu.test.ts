@@ -4,6 +4,7 @@ import { GpuContext } from '../src/gpu/context.js';
 import { createLiveForest } from '../src/live/create.js';
 import type { NodeInput, TreeInput } from '../src/forest/input.js';
 import { GpuInputRangeError, GpuParamRangeError } from '../src/gpu/errors.js';
+import { FEAT_BYTES } from '../src/gpu/layout.js';
 import type { LiveForest } from '../src/live/forest.js';
 import type { GpuLiveBackend } from '../src/live/gpu.js';
 import { liveScoresOn, snapshotLive } from '../src/live/snapshot.js';
@@ -180,7 +181,7 @@ gpuDescribe('live forest on the gpu backend', () => {
     expect(await live.rescore()).toBe(1);
     const k = live.store.childCount[live.store.parentRow[live.store.rowOf('t7', 3)]];
     // One group's feature records: its reference value may move with any member's feedback.
-    expect(gpu.stats.uploadedBytes - afterLoad.uploadedBytes).toBe(24 * k);
+    expect(gpu.stats.uploadedBytes - afterLoad.uploadedBytes).toBe(FEAT_BYTES * k);
     expect(gpu.stats.readBackBytes - afterLoad.readBackBytes).toBeLessThanOrEqual(16 * k + 4 + 16);
 
     // Appending nodes re-sends that tree's slab only, not the forest.
@@ -188,7 +189,7 @@ gpuDescribe('live forest on the gpu backend', () => {
     live.addNodes('t9', [{ parent: 0, embedding: new Array(16).fill(0.5) }]);
     await live.rescore();
     const slab = live.store.slotCap[live.store.slotOf('t9')];
-    expect(gpu.stats.uploadedBytes - before).toBeLessThanOrEqual(slab * (16 * 4 + 24));
+    expect(gpu.stats.uploadedBytes - before).toBeLessThanOrEqual(slab * (16 * 4 + FEAT_BYTES));
 
     const snap = snapshotLive(live);
     expectScoresClose(liveScoresOn(live, snap), scoreCpu(snap.forest, live.scoreParams), snap.forest.nodeCount);
