@@ -1,5 +1,5 @@
 import type { PackedForest } from '../forest/packed.js';
-import { CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scorer, type Scores } from './types.js';
+import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
 export class CpuScratch {
@@ -103,7 +103,7 @@ export function scoreGroupsCpu(
 ): void {
   const { dim, embedding, reward, visits, uncertainty, groupOffset, groupChild } = forest;
   const { alpha, tau } = params;
-  const split = params.rule === 'v2';
+  const split = splitsContrast(params);
   const contrastOut = out.contrast, weightOut = out.weight, gaOut = out.gradAlpha, gbOut = out.gradTau;
   const pairValues = pairs === undefined ? NO_VALUES : pairs.values;
   for (let g = groupStart; g < groupEnd; g++) {

@@ -16,6 +16,14 @@ export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, t
 /** ε of the contrast response c = Δ / (Δ + α·d + ε). */
 export const CONTRAST_EPSILON = 1e-6;
 
+/**
+ * Whether `params` select the v2 rule (each pair's contrast split between the two siblings in
+ * proportion to their uncertainty). The one place every backend asks, so the default is set here.
+ */
+export function splitsContrast(params: Pick<ScoreParams, 'rule'>): boolean {
+  return params.rule === 'v2';
+}
+
 export type RealArray = Float64Array | Float32Array;
 
 /**
