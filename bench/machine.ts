@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { cpuEmulationReason } from '../src/gpu/adapter.js';
 
 /** Where a run happened: enough to judge whether two results files are comparable. */
 export interface MachineInfo {
@@ -100,10 +101,9 @@ export interface AdapterInfo {
   shaderF16?: boolean;
 }
 
-const SOFTWARE = /llvmpipe|lavapipe|swiftshader|warp|software|cpu/i;
-
+/** A software rasteriser (lavapipe/llvmpipe, SwiftShader, WARP): the same rule `auto` uses. */
 export function isEmulated(info: Pick<AdapterInfo, 'vendor' | 'architecture' | 'device' | 'description'>): boolean {
-  return [info.vendor, info.architecture, info.device, info.description].some((s) => s !== undefined && SOFTWARE.test(s));
+  return cpuEmulationReason(info) !== undefined;
 }
 
 /** A short file-name-safe adapter name: "llvmpipe", "nvidia-h200", "cpu-only". */

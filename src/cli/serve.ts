@@ -11,7 +11,7 @@ stats, set-params). Errors are responses ({"ok": false, "error": {"code", "messa
 an exit; the forest survives malformed lines. Ends at end of input. Protocol: docs/PROTOCOL.md.
 
   --stdio      serve on stdin/stdout (required; the only transport)
-  --backend    where dirty groups are re-scored (default auto: the GPU when an adapter exists)
+  --backend    where dirty groups are re-scored (default auto: the GPU when a hardware adapter exists)
   --dim        embedding dimension (default: taken from the first tree added)
   --alpha      α of SPEC §2 (default 1)      --tau   τ (default 0.5)`;
 
