@@ -11,7 +11,7 @@ import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 export const DEMO_USAGE = `usage: trace-alloc demo [--trees N] [--seed S] [--dim D] [--min-nodes N] [--max-nodes N]
          [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
          [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
-         [--backend auto|gpu|cpu] [--view FILE]
+         [--backend auto|gpu|cpu] [--threads N] [--view FILE]
 
 Generates a seeded synthetic batch (default 4096 trees of 20–200 nodes, forks of 2–8
 children, dim 64), scores and allocates it, and prints a summary with the time per phase.
@@ -44,7 +44,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
 
   const forest = await timed('generate + pack', () => generateForest({ trees, dim, seed, minNodes, maxNodes }));
   const notices: string[] = [];
-  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, onNotice: (line) => notices.push(line) }));
+  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => notices.push(line) }));
   let scores: Scores;
   try {
     scores = await timed(`score (${scorer.backend})`, () => scorer.score(forest, settings.params));

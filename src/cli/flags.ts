@@ -61,12 +61,15 @@ export const SCORE_FLAGS = {
   'depth-gain': 'number',
   'max-depth': 'int',
   backend: ['auto', 'gpu', 'cpu'],
+  threads: 'int',
 } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
   params: ScoreParams;
   allocate: AllocateOptions;
   backend: Backend;
+  /** CPU scoring threads; undefined: available parallelism. */
+  threads?: number;
 }
 
 /** Turns parsed score flags into library settings, checking ranges so errors name the flag. */
@@ -88,6 +91,7 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
+  check('threads', (x) => x >= 1, 'an integer >= 1');
   const allocate: AllocateOptions = {
     budget: num('budget'),
     totalBudget: num('total-budget'),
@@ -102,5 +106,6 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     params: { alpha: num('alpha') ?? 1, tau: num('tau') ?? 0.5 },
     allocate,
     backend: (values.backend as Backend | undefined) ?? 'auto',
+    threads: num('threads'),
   };
 }

@@ -7,7 +7,7 @@ import { checkOutputPath, writeResult } from './output.js';
 
 export const SCORE_USAGE = `usage: trace-alloc score FILE|- [--budget N | --total-budget N [--min-per-tree M]]
          [--alpha A] [--tau T] [--prune-ratio R] [--widen L] [--base-depth D]
-         [--depth-gain G] [--max-depth X] [--backend auto|gpu|cpu] [--scores] [--out FILE]`;
+         [--depth-gain G] [--max-depth X] [--backend auto|gpu|cpu] [--threads N] [--scores] [--out FILE]`;
 
 /** `trace-alloc score`: forest file → plan JSON (SPEC §5). Nothing is written unless everything succeeded. */
 export async function runScore(argv: readonly string[]): Promise<number> {
@@ -16,7 +16,7 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   const settings = scoreSettings(values);
   checkOutputPath(values.out as string | undefined);
   const forest = loadForestFile(positionals[0]);
-  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);

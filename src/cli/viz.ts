@@ -11,7 +11,7 @@ import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 export const VIZ_USAGE = `usage: trace-alloc viz FILE|- --out FILE [--tree ID] [--svg] [--metric weight|contrast|reward|uncertainty]
          [--max-trees N] [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
          [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
-         [--backend auto|gpu|cpu]
+         [--backend auto|gpu|cpu] [--threads N]
 
 Scores and allocates the forest like 'trace-alloc score', then writes one self-contained HTML
 page (works offline) with the ${DEFAULT_MAX_TREES} most contested trees (--max-trees) plus the --tree one,
@@ -44,7 +44,7 @@ export async function runViz(argv: string[]): Promise<number> {
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);
 
-  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let scores;
   try {
     scores = await scorer.score(forest, settings.params);

@@ -23,6 +23,8 @@ export interface CreateScorerOptions {
   context?: GpuContext;
   /** The `navigator.gpu` to use instead of Dawn's (browsers, tests). */
   gpu?: GPU;
+  /** Threads of the CPU backend (and of `auto` when it scores on the CPU); see `CpuScorerOptions`. Default: available parallelism. */
+  threads?: number;
 }
 
 /** A scorer that reports its per-call GPU timings (the gpu backend, and `auto` while on the GPU). */
@@ -41,7 +43,8 @@ export interface TimedScorer extends Scorer {
  */
 export async function createScorer(options: CreateScorerOptions = {}): Promise<Scorer> {
   const backend = options.backend ?? 'auto';
-  if (backend === 'cpu') return new CpuScorer();
+  const cpu = () => new CpuScorer({ threads: options.threads });
+  if (backend === 'cpu') return cpu();
   if (backend === 'gpu') return GpuScorer.create({ f16: options.f16, context: options.context, gpu: options.gpu });
   if (backend !== 'auto') throw new RangeError(`backend must be 'cpu', 'gpu' or 'auto', got ${String(backend)}`);
 
@@ -51,14 +54,15 @@ export async function createScorer(options: CreateScorerOptions = {}): Promise<S
   if (!context) {
     const choice = await chooseAutoBackend(options.gpu);
     if (choice.backend === 'cpu') {
-      notice(`backend auto: ${choice.why}; scoring on the cpu backend`);
-      return new CpuScorer();
+      const scorer = cpu();
+      notice(`backend auto: ${choice.why}; scoring on the cpu backend (${scorer.threads} thread${scorer.threads === 1 ? '' : 's'})`);
+      return scorer;
     }
     try {
       context = await GpuContext.create({ adapter: choice.adapter });
     } catch (err) {
       notice(`backend auto: the GPU could not be set up (${(err as Error).message}); scoring on the cpu backend`);
-      return new CpuScorer();
+      return cpu();
     }
   }
   let f16 = options.f16 ?? false;
@@ -68,7 +72,7 @@ export async function createScorer(options: CreateScorerOptions = {}): Promise<S
   }
   const gpu = await GpuScorer.create({ context, f16 });
   notice(`backend auto: scoring on the gpu backend (${context.adapterName}${owned ? ', a hardware adapter' : ', the context given'}${f16 ? ', f16 embeddings' : ''})`);
-  return new AutoScorer(gpu, options.onNotice, owned ? context : undefined);
+  return new AutoScorer(gpu, cpu(), options.onNotice, owned ? context : undefined);
 }
 
 /** What `auto` picks: a real GPU's adapter, or the CPU and why. */
@@ -98,9 +102,8 @@ export async function chooseAutoBackend(gpu?: GPU): Promise<AutoChoice> {
 /** `auto` after an adapter was found: the GPU until its device is lost, then the CPU. */
 class AutoScorer implements TimedScorer {
   private gpu: GpuScorer | undefined;
-  private readonly cpu = new CpuScorer();
 
-  constructor(gpu: GpuScorer, private readonly onNotice: ((message: string) => void) | undefined, private readonly ownedContext?: GpuContext) {
+  constructor(gpu: GpuScorer, private readonly cpu: CpuScorer, private readonly onNotice: ((message: string) => void) | undefined, private readonly ownedContext?: GpuContext) {
     this.gpu = gpu;
   }
 
@@ -136,6 +139,7 @@ class AutoScorer implements TimedScorer {
 
   destroy(): void {
     this.release();
+    this.cpu.destroy();
   }
 
   private release(): void {
