@@ -106,6 +106,18 @@ export function isEmulated(info: Pick<AdapterInfo, 'vendor' | 'architecture' | '
   return cpuEmulationReason(info) !== undefined;
 }
 
+/**
+ * What `backend: 'auto'` picks for this adapter, by the rule `chooseAutoBackend` applies
+ * (described from the adapter the benchmark opened: a second adapter request in one process
+ * once crashed lavapipe).
+ */
+export function autoChoiceOf(a: AdapterInfo): { backend: 'cpu' | 'gpu'; why: string } {
+  if (!a.available) return { backend: 'cpu', why: `no WebGPU adapter (${a.reason ?? 'none found'})` };
+  const emulated = cpuEmulationReason(a);
+  if (emulated !== undefined) return { backend: 'cpu', why: `the adapter "${a.name}" is CPU-emulated (${emulated}) and slower than the cpu backend` };
+  return { backend: 'gpu', why: `a hardware adapter, ${a.name}` };
+}
+
 /** A short file-name-safe adapter name: "llvmpipe", "nvidia-h200", "cpu-only". */
 export function adapterSlug(a: AdapterInfo): string {
   if (!a.available) return 'cpu-only';

@@ -137,9 +137,8 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
     }
     const threaded = w1.figures['cpu-threads'], pass = w1.figures['mem-floor'];
     if (threaded) {
-      const parts = [`${formatNumber(cpu.meanMs / threaded.meanMs)}× faster than on one thread`];
-      if (pass) parts.push(`${formatNumber(threaded.meanMs / pass.meanMs)}× one memory pass over the embedding matrix on as many threads (${formatNumber(pass.meanMs)} ms)`);
-      out.push(`On W1 the CPU reference on ${r.threads ?? 'all'} threads (worker threads over shared memory, bit-identical scores) runs ${parts.join(', and takes ')}.`, '');
+      const vsPass = pass ? `, and takes ${formatNumber(threaded.meanMs / pass.meanMs)}× one memory pass over the embedding matrix on as many threads (${formatNumber(pass.meanMs)} ms)` : '';
+      out.push(`On W1 the CPU reference on ${r.threads ?? 'all'} threads (worker threads over shared memory, bit-identical scores) has a speed-up of ${formatNumber(cpu.meanMs / threaded.meanMs)}× over one thread${vsPass}.`, '');
     }
     if (r.auto) out.push(`\`backend: 'auto'\` on this machine: **${r.auto.backend}** — ${r.auto.why}.`, '');
     out.push(markdownTable(['path', 'ms per call (mean ± 95 %)', 'time ÷ CPU reference', 'GPU end to end ÷ path', 'check vs reference (max abs diff)'], rows).trimEnd());

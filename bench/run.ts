@@ -6,19 +6,18 @@ import type { CaseResult, Summary } from 'benny/lib/internal/common-types.js';
 import { allocate } from '../src/allocate/allocate.js';
 import type { PackedForest } from '../src/forest/packed.js';
 import { CpuScorer } from '../src/score/cpu.js';
-import { chooseAutoBackend } from '../src/score/select.js';
 import { defaultThreads } from '../src/score/threads.js';
 import { DEFAULT_PARAMS } from '../src/score/types.js';
 import { formatNumber, markdownTable } from '../report/svg.js';
 import { MemoryPass } from './memory-pass.js';
 import { checkAgainstReference } from './check.js';
-import { openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
-import { adapterSlug, cpuMark, finishMachineInfo, machineInfo } from './machine.js';
+import { breakdown, openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
+import { adapterSlug, autoChoiceOf, cpuMark, finishMachineInfo, machineInfo } from './machine.js';
 import { naiveToArrays, scoreNaive, toNested } from './peers/naive.js';
 import { probeNumpy, runNumpy } from './peers/numpy.js';
 import { initTfjs, scoreTfjs } from './peers/tfjs.js';
 import { writeReport } from './report.js';
-import { PATH_LABEL, type BenchResults, type GpuBreakdown, type PathId, type WorkloadResult } from './results.js';
+import { PATH_LABEL, type BenchResults, type PathId, type WorkloadResult } from './results.js';
 import { summarise, type Figure } from './stats.js';
 import { buildForest, forestKey, packedBytes, planWorkloads, type Workload } from './workloads.js';
 
@@ -96,18 +95,6 @@ function figureFromBenny(r: CaseResult): Figure {
  */
 function samplesFor(firstCallMs: number, s: { minSamples: number; quick: boolean }): number {
   return s.quick && firstCallMs > 400 ? 3 : s.minSamples;
-}
-
-function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
-  if (timings.length === 0) return undefined;
-  const kernels = timings.map((t) => t.kernelsMs).filter((v): v is number => v !== undefined);
-  return {
-    upload: summarise(timings.map((t) => t.uploadMs), 'gpu-wall'),
-    kernels: kernels.length === timings.length ? summarise(kernels, 'gpu-timestamps') : undefined,
-    wait: summarise(timings.map((t) => t.waitMs), 'gpu-wall'),
-    readback: summarise(timings.map((t) => t.readbackMs), 'gpu-wall'),
-    total: summarise(timings.map((t) => t.totalMs), 'gpu-wall'),
-  };
 }
 
 let cachedForest: { key: string; forest: PackedForest } | undefined;
@@ -226,14 +213,13 @@ async function main(): Promise<void> {
   const notes = [...flags.notes];
   process.env.XDG_RUNTIME_DIR ??= '/tmp/xdg';
 
-  const autoChoice = await chooseAutoBackend();
-  const auto = autoChoice.backend === 'gpu' ? { backend: 'gpu' as const, why: `a hardware adapter, ${autoChoice.name}` } : { backend: 'cpu' as const, why: autoChoice.why };
-  console.log(`backend auto on this machine: ${auto.backend} (${auto.why})`);
   const threads = flags.threads > 0 ? { cpu: new CpuScorer({ threads: flags.threads }), pass: await MemoryPass.create(flags.threads) } : undefined;
   const opened = flags.gpu ? await openGpuBench() : { bench: undefined, adapter: { available: false, reason: 'disabled with --no-gpu' } };
   const gpu = opened.bench;
   const adapter = opened.adapter;
   const gpuNote = adapter.available ? '' : `no WebGPU adapter (${adapter.reason})`;
+  const auto = autoChoiceOf(adapter);
+  console.log(`backend auto on this machine: ${auto.backend} (${auto.why})`);
   let tfjsNote = 'disabled with --no-peers';
   let tfjs = false;
   if (flags.peers) {
