@@ -199,7 +199,9 @@ gpuDescribe('live forest on the gpu backend', () => {
   it('on a lost device: backend gpu fails the call; backend auto finishes on the cpu with a notice', async () => {
     for (const backend of ['gpu', 'auto'] as const) {
       const notices: string[] = [];
-      const live = await createLiveForest({ dim: 4, backend, onNotice: (m) => notices.push(m) });
+      // auto never picks a CPU-emulated adapter by itself; handed a context, it uses it. The lost context is this loop's own.
+      const own = backend === 'auto' ? await GpuContext.create() : undefined;
+      const live = await createLiveForest({ dim: 4, backend, ...(own ? { gpu: { context: own } } : {}), onNotice: (m) => notices.push(m) });
       expect(live.backendKind).toBe('gpu');
       live.addForest(generateForest({ trees: 5, dim: 4, seed: 8 }));
       await live.plan();
@@ -215,6 +217,7 @@ gpuDescribe('live forest on the gpu backend', () => {
         expect(notices.at(-1)).toMatch(/device was lost.*re-scoring on the cpu/);
       }
       live.destroy();
+      own?.destroy();
     }
   });
 });

@@ -52,7 +52,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
 
   const forest = await timed('generate + pack', () => generateForest({ trees, dim, seed, minNodes, maxNodes }));
   const notices: string[] = [];
-  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, onNotice: (line) => notices.push(line) }));
+  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => notices.push(line) }));
   let scores: Scores;
   try {
     scores = await timed(`score (${scorer.backend})`, () => scorer.score(forest, settings.params));

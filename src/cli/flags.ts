@@ -64,6 +64,7 @@ export const SCORE_FLAGS = {
   'depth-gain': 'number',
   'max-depth': 'int',
   backend: ['auto', 'gpu', 'cpu'],
+  threads: 'int',
 } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
@@ -72,6 +73,8 @@ export interface ScoreSettings {
   backend: Backend;
   /** Lines for stderr: settings accepted but without effect. */
   notices: string[];
+  /** CPU scoring threads; undefined: available parallelism. */
+  threads?: number;
 }
 
 /** Turns parsed score flags into library settings, checking ranges so errors name the flag. */
@@ -99,6 +102,7 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
+  check('threads', (x) => x >= 1, 'an integer >= 1');
   const allocate: AllocateOptions = {
     rule,
     contestGain: num('contest-gain'),
@@ -117,5 +121,6 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     allocate,
     backend: (values.backend as Backend | undefined) ?? 'auto',
     notices,
+    threads: num('threads'),
   };
 }

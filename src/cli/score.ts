@@ -29,7 +29,7 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   checkOutputPath(values.out as string | undefined);
   const forest = loadForestFile(positionals[0]);
-  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);

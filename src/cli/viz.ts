@@ -55,7 +55,7 @@ export async function runViz(argv: string[]): Promise<number> {
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);
 
-  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let scores;
   try {
     scores = await scorer.score(forest, settings.params);

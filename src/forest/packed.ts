@@ -1,3 +1,4 @@
+import { sharedArray } from '../util/shared.js';
 import { describeValue, ForestError } from './errors.js';
 import type { ForestInput, NodeInput } from './input.js';
 
@@ -80,8 +81,8 @@ export function packColumns(columns: ForestColumns): PackedForest {
   }
 
   const seen = new Map<string, number>();
-  const nodeTree = new Int32Array(nodeCount);
-  const parentRow = new Int32Array(nodeCount);
+  const nodeTree = sharedArray(Int32Array, nodeCount);
+  const parentRow = sharedArray(Int32Array, nodeCount);
   const childCount = new Int32Array(nodeCount);
   for (let t = 0; t < treeCount; t++) {
     const id = treeIds[t];
@@ -118,24 +119,24 @@ export function packColumns(columns: ForestColumns): PackedForest {
   }
 
   // Sibling groups: one per row with children, in row order (so by tree, then parent row).
-  const childGroup = new Int32Array(nodeCount).fill(-1);
-  const treeGroupOffset = new Int32Array(treeCount + 1);
+  const childGroup = sharedArray(Int32Array, nodeCount).fill(-1);
+  const treeGroupOffset = sharedArray(Int32Array, treeCount + 1);
   let groupCount = 0;
   for (let t = 0; t < treeCount; t++) {
     treeGroupOffset[t] = groupCount;
     for (let row = treeOffset[t]; row < treeOffset[t + 1]; row++) if (childCount[row] > 0) childGroup[row] = groupCount++;
   }
   treeGroupOffset[treeCount] = groupCount;
-  const groupParent = new Int32Array(groupCount);
-  const groupOffset = new Int32Array(groupCount + 1);
+  const groupParent = sharedArray(Int32Array, groupCount);
+  const groupOffset = sharedArray(Int32Array, groupCount + 1);
   for (let row = 0, g = 0; row < nodeCount; row++) {
     if (childCount[row] === 0) continue;
     groupParent[g] = row;
     groupOffset[g + 1] = groupOffset[g] + childCount[row];
     g++;
   }
-  const groupChild = new Int32Array(nodeCount - treeCount);
-  const parentGroup = new Int32Array(nodeCount).fill(-1);
+  const groupChild = sharedArray(Int32Array, nodeCount - treeCount);
+  const parentGroup = sharedArray(Int32Array, nodeCount).fill(-1);
   const cursor = groupOffset.slice(0, groupCount);
   for (let row = 0; row < nodeCount; row++) {
     const p = parentRow[row];
@@ -164,7 +165,7 @@ export function packForest(input: ForestInput): PackedForest {
   if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
 
   const treeIds: string[] = [];
-  const treeOffset = new Int32Array(trees.length + 1);
+  const treeOffset = sharedArray(Int32Array, trees.length + 1);
   for (let t = 0; t < trees.length; t++) {
     const tree = trees[t];
     if (tree === null || typeof tree !== 'object' || Array.isArray(tree)) throw new ForestError({ tree: t }, `a tree must be an object, got ${describeValue(tree)}`);
@@ -175,11 +176,11 @@ export function packForest(input: ForestInput): PackedForest {
     treeOffset[t + 1] = treeOffset[t] + tree.nodes.length;
   }
   const nodeCount = treeOffset[trees.length];
-  const parent = new Int32Array(nodeCount);
-  const reward = new Float64Array(nodeCount);
-  const visits = new Float64Array(nodeCount);
-  const uncertainty = new Float64Array(nodeCount);
-  const terminal = new Uint8Array(nodeCount);
+  const parent = sharedArray(Int32Array, nodeCount);
+  const reward = sharedArray(Float64Array, nodeCount);
+  const visits = sharedArray(Float64Array, nodeCount);
+  const uncertainty = sharedArray(Float64Array, nodeCount);
+  const terminal = sharedArray(Uint8Array, nodeCount);
   const embedding = allocateEmbedding(nodeCount, dim);
 
   for (let t = 0; t < trees.length; t++) {
@@ -248,7 +249,7 @@ function isArrayLikeOfNumbers(value: unknown): value is ArrayLike<number> {
 /** The embedding matrix, or a ForestError on `dim` when it cannot exist (e.g. dim 1e10). */
 function allocateEmbedding(nodeCount: number, dim: number): Float64Array {
   try {
-    return new Float64Array(nodeCount * dim);
+    return sharedArray(Float64Array, nodeCount * dim);
   } catch {
     throw new ForestError({ field: 'dim' }, `${nodeCount} nodes × dim ${dim} is more embedding values than fit in memory`);
   }

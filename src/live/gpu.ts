@@ -85,6 +85,11 @@ export class GpuLiveBackend implements LiveBackend {
     return new GpuLiveBackend(context, options.context === undefined, options, recovery);
   }
 
+  /** A backend that owns `context` (created by the caller for it) and destroys it with itself. */
+  static adopt(context: GpuContext, options: GpuLiveOptions = {}, recovery?: GpuLiveRecovery): GpuLiveBackend {
+    return new GpuLiveBackend(context, true, options, recovery);
+  }
+
   get kind(): 'cpu' | 'gpu' { return this.cpu === undefined ? 'gpu' : 'cpu'; }
 
   attach(store: LiveStore): void {

@@ -1,4 +1,7 @@
 import type { PackedForest } from '../forest/packed.js';
+import { OptionError } from '../util/errors.js';
+import { sharedArray } from '../util/shared.js';
+import { CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
 import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
@@ -57,15 +60,18 @@ function maxGroupSize(forest: PackedForest): number {
   return max;
 }
 
-/** Outputs for a forest: roots (and any row no group touches) keep weight 1 and zeros elsewhere. */
-export function allocateScores(forest: PackedForest, params: ScoreParams): Scores {
+/**
+ * Outputs for a forest: roots (and any row no group touches) keep weight 1 and zeros elsewhere.
+ * `array` allocates them (shared memory for the worker threads).
+ */
+export function allocateScores(forest: PackedForest, params: ScoreParams, array: (length: number) => Float64Array = (n) => new Float64Array(n)): Scores {
   const n = forest.nodeCount;
   return {
-    contrast: new Float64Array(n),
-    weight: new Float64Array(n).fill(1),
-    gradAlpha: new Float64Array(n),
-    gradTau: new Float64Array(n),
-    intensity: new Float64Array(forest.groupCount),
+    contrast: array(n),
+    weight: array(n).fill(1),
+    gradAlpha: array(n),
+    gradTau: array(n),
+    intensity: array(forest.groupCount),
     params,
     backend: 'cpu',
   };
@@ -177,13 +183,57 @@ export function scoreGroupsCpu(
   }
 }
 
+export interface CpuScorerOptions {
+  /**
+   * Threads `score` may use (the calling one included): groups are split across worker
+   * threads over shared memory, each scored by `scoreGroupsCpu`, so the scores are the same
+   * bit for bit. Default: `os.availableParallelism()`. Forests below `PARALLEL_MIN_COST` stay
+   * on the calling thread; `scoreSync` always does.
+   */
+  threads?: number;
+  /** Estimated work (`scoringCost`) from which `score` uses the threads; default `PARALLEL_MIN_COST` (tests and measurements lower it). */
+  minParallelCost?: number;
+}
+
 /** The float64 reference scorer (also the CPU fallback). */
 export class CpuScorer implements Scorer {
   readonly backend = 'cpu' as const;
+  readonly threads: number;
+  private readonly minParallelCost: number;
   private readonly scratch = new CpuScratch();
+  private pool: CpuWorkerPool | undefined;
+
+  constructor(options: CpuScorerOptions = {}) {
+    const threads = options.threads ?? defaultThreads();
+    if (!Number.isInteger(threads) || threads < 1) throw new OptionError(`threads must be an integer >= 1, got ${threads}`);
+    this.threads = threads;
+    this.minParallelCost = options.minParallelCost ?? PARALLEL_MIN_COST;
+  }
+
+  /** Worker threads running now (0 until a forest large enough was scored with threads > 1, and after `destroy`). */
+  get workerThreads(): number {
+    return this.pool?.running ?? 0;
+  }
+
+  /** Chunks of groups the worker threads scored (the rest were scored on the calling thread); reset by `destroy`. */
+  get workerChunks(): number {
+    return this.pool?.chunksOnWorkers ?? 0;
+  }
+
+  /** How many threads `score` would use on `forest`. */
+  threadsFor(forest: PackedForest, cost = scoringCost(forest)): number {
+    return this.threads > 1 && cost >= this.minParallelCost && forest.groupCount > 1 ? this.threads : 1;
+  }
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
-    return this.scoreSync(forest, params);
+    const cost = this.threads > 1 ? scoringCost(forest) : 0;
+    if (this.threadsFor(forest, cost) === 1) return this.scoreSync(forest, params);
+    const resolved = resolveParams(params);
+    const out = allocateScores(forest, resolved, (n) => sharedArray(Float64Array, n));
+    this.pool ??= new CpuWorkerPool(this.threads - 1);
+    const scratch = this.scratch;
+    await this.pool.score(forest, resolved, out, (g0, g1) => scoreGroupsCpu(forest, resolved, out, g0, g1, scratch), cost);
+    return out;
   }
 
   scoreSync(forest: PackedForest, params?: Partial<ScoreParams>): Scores {
@@ -194,10 +244,14 @@ export class CpuScorer implements Scorer {
     return out;
   }
 
-  destroy(): void {}
+  /** Terminates the worker threads (a later `score` starts new ones). */
+  destroy(): void {
+    this.pool?.destroy();
+    this.pool = undefined;
+  }
 }
 
-/** Scores a whole forest on the CPU in float64. */
+/** Scores a whole forest on the CPU in float64, on the calling thread. */
 export function scoreCpu(forest: PackedForest, params?: Partial<ScoreParams>): Scores {
-  return new CpuScorer().scoreSync(forest, params);
+  return new CpuScorer({ threads: 1 }).scoreSync(forest, params);
 }
