@@ -1,4 +1,4 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import { liveNodes, splitGroups } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
@@ -30,6 +30,7 @@ export interface Allocation {
 
 /** SPEC §4: scores → rollouts per node, depths and early stops. Pure; allocates its outputs only. */
 export function allocate(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): Allocation {
+  assertPackedForest(forest);
   const opts = resolveAllocateOptions(options);
   const { treeCount, nodeCount, treeOffset, terminal, childGroup, parentRow, groupOffset, groupChild } = forest;
   if (scores.weight.length !== nodeCount || scores.intensity.length !== forest.groupCount) {

@@ -6,12 +6,12 @@ import { createScorer } from '../score/select.js';
 import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
 import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
 import { writeTreeSvg, writeTreeView } from '../viz/write.js';
-import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { FOREST_FLAGS, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 
 export const VIZ_USAGE = `usage: trace-alloc viz FILE|- --out FILE [--tree ID] [--svg] [--metric weight|contrast|reward|uncertainty]
          [--max-trees N] [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
          [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
-         [--backend auto|gpu|cpu]
+         [--backend auto|gpu|cpu] [--allow-unknown-fields]
 
 Scores and allocates the forest like 'trace-alloc score', then writes one self-contained HTML
 page (works offline) with the ${DEFAULT_MAX_TREES} most contested trees (--max-trees) plus the --tree one,
@@ -20,6 +20,7 @@ contested tree), coloured by --metric (default weight).`;
 
 const VIZ_FLAGS = {
   ...SCORE_FLAGS,
+  ...FOREST_FLAGS,
   out: 'string',
   tree: 'string',
   svg: 'boolean',
@@ -39,7 +40,7 @@ export async function runViz(argv: string[]): Promise<number> {
   const metric = values.metric as ColorMetric | undefined;
   const settings = scoreSettings(values);
 
-  const forest = loadForestFile(positionals[0]);
+  const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
   if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);

@@ -1,4 +1,5 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
+import { ScorerDestroyedError } from '../util/errors.js';
 import { CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
@@ -174,12 +175,15 @@ export function scoreGroupsCpu(
 export class CpuScorer implements Scorer {
   readonly backend = 'cpu' as const;
   private readonly scratch = new CpuScratch();
+  private destroyed = false;
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
     return this.scoreSync(forest, params);
   }
 
   scoreSync(forest: PackedForest, params?: Partial<ScoreParams>): Scores {
+    if (this.destroyed) throw new ScorerDestroyedError('cpu');
+    assertPackedForest(forest);
     const resolved = resolveParams(params);
     const out = allocateScores(forest, resolved);
     this.scratch.ensure(maxGroupSize(forest));
@@ -187,7 +191,9 @@ export class CpuScorer implements Scorer {
     return out;
   }
 
-  destroy(): void {}
+  destroy(): void {
+    this.destroyed = true;
+  }
 }
 
 /** Scores a whole forest on the CPU in float64. */

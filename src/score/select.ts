@@ -1,4 +1,5 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
+import { ScorerDestroyedError } from '../util/errors.js';
 import { GpuContext } from '../gpu/context.js';
 import { GpuDeviceLostError, GpuUnavailableError, isCpuFallbackError } from '../gpu/errors.js';
 import type { GpuTimings } from '../gpu/resident.js';
@@ -67,6 +68,7 @@ export async function createScorer(options: CreateScorerOptions = {}): Promise<S
 class AutoScorer implements TimedScorer {
   private gpu: GpuScorer | undefined;
   private readonly cpu = new CpuScorer();
+  private destroyed = false;
 
   constructor(gpu: GpuScorer, private readonly onNotice: ((message: string) => void) | undefined, private readonly ownedContext?: GpuContext) {
     this.gpu = gpu;
@@ -81,6 +83,8 @@ class AutoScorer implements TimedScorer {
   }
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
+    if (this.destroyed) throw new ScorerDestroyedError('auto');
+    assertPackedForest(forest);
     const gpu = this.gpu;
     if (gpu) {
       try {
@@ -103,7 +107,9 @@ class AutoScorer implements TimedScorer {
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.release();
+    this.cpu.destroy();
   }
 
   private release(): void {
