@@ -145,11 +145,20 @@ export function scoreGroupsCpu(
           dist = Math.min(1, Math.max(0, sq / 4));
         }
         if (fill) pairValues[at++] = dist;
-        const dr = visits[ri] > 0 && visits[rj] > 0 ? Math.abs(reward[ri] - reward[rj]) : 0;
+        const visited = visits[ri] > 0 && visits[rj] > 0;
+        const dr = visited ? Math.abs(reward[ri] - reward[rj]) : 0;
         const delta = dr + Math.abs(uncertainty[ri] - uncertainty[rj]);
         const den = delta + alpha * dist + CONTRAST_EPSILON;
-        const c = delta / den;
-        const dc = (-alpha * delta * dist) / (den * den);
+        let c = delta / den;
+        let dc = (-alpha * delta * dist) / (den * den);
+        if (!Number.isFinite(dc)) {
+          // Δ or α·Δ·d overflowed (rewards near ±1.8e308, α near 1e300): the same c and ∂c/∂log α
+          // from quarter-scale differences, which cannot overflow. Exact scaling by 4 keeps c as is.
+          const q = (visited ? Math.abs(reward[ri] / 4 - reward[rj] / 4) : 0) + Math.abs(uncertainty[ri] / 4 - uncertainty[rj] / 4);
+          const denQ = q + (alpha * dist + CONTRAST_EPSILON) / 4;
+          c = q / denQ;
+          dc = (-(alpha * dist) * c) / denQ / 4;
+        }
         C[i] += c; C[j] += c; Cd[i] += dc; Cd[j] += dc;
       }
     }
