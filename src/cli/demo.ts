@@ -7,6 +7,7 @@ import type { Scores } from '../score/types.js';
 import { generateForest } from '../synth/generate.js';
 import { writeTreeView } from '../viz/write.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { checkOutputPath } from './output.js';
 
 export const DEMO_USAGE = `usage: trace-alloc demo [--trees N] [--seed S] [--dim D] [--min-nodes N] [--max-nodes N]
          [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
@@ -25,6 +26,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, DEMO_FLAGS);
   if (positionals.length > 0) throw new UsageError(`demo takes no file, got ${JSON.stringify(positionals[0])}`);
   const settings = scoreSettings(values);
+  checkOutputPath(values.view as string | undefined, '--view');
   const trees = (values.trees as number | undefined) ?? 4096;
   const seed = (values.seed as number | undefined) ?? 1;
   const dim = (values.dim as number | undefined) ?? 64;

@@ -26,6 +26,6 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   } finally {
     scorer.destroy();
   }
-  writeResult(`${JSON.stringify(plan)}\n`, values.out as string | undefined);
+  await writeResult(`${JSON.stringify(plan)}\n`, values.out as string | undefined);
   return 0;
 }

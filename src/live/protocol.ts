@@ -13,7 +13,7 @@ import { LiveError, type NodeUpdate } from './store.js';
 /** Error codes of the JSON Lines protocol (docs/PROTOCOL.md). */
 export type ProtocolErrorCode =
   | 'parse_error' | 'invalid_request' | 'unknown_op' | 'unknown_tree' | 'unknown_node'
-  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'backend_error' | 'internal';
+  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'backend_error' | 'request_too_large' | 'internal';
 
 export interface ProtocolError {
   code: ProtocolErrorCode;
