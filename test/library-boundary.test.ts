@@ -97,3 +97,17 @@ gpuDescribe('every scorer refuses to score after destroy() (gpu adapter)', () =>
     }
   });
 });
+
+describe('live plans never print a budget they do not have', () => {
+  it('planJson of a tree added after the last plan() says to plan first', async () => {
+    const { createLiveForest } = await import('../src/live/create.js');
+    const live = await createLiveForest({ dim: 0, backend: 'cpu' });
+    live.addTree({ id: 'a', nodes: [{}, { parent: 0 }] });
+    await live.plan();
+    live.addTree({ id: 'b', nodes: [{}] });
+    expect(() => live.planJson()).toThrow(/tree "b" joined after the last plan\(\): call plan\(\) first/);
+    await live.plan();
+    expect(live.planJson().trees.map((t) => t.budget)).toEqual([16, 16]);
+    live.destroy();
+  });
+});

@@ -170,6 +170,7 @@ export class LiveForest {
     if (!this.planned) throw new Error('no plan yet: call plan() first');
     const s = this.store;
     const slot = s.slotOf(treeId);
+    if (Number.isNaN(this.planner.budgetOf(slot))) throw new Error(`tree ${JSON.stringify(s.slotId[slot])} joined after the last plan(): call plan() first`);
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
     const allocations: NodeAllocation[] = [];
     const pruned: number[] = [];
