@@ -247,3 +247,10 @@ describe('--out targets', () => {
     expectUsage(runCli(['viz', f, '--backend', 'cpu', '--out', '/proc/self/view.html']), /is inside \/proc/);
   });
 });
+
+describe('demo --view', () => {
+  it('refuses a view path under /proc or ending in a separator with exit 2, before generating anything', () => {
+    expectUsage(runCli(['demo', '--trees', '2', '--backend', 'cpu', '--view', '/proc/demo.html']), /--view \/proc\/demo\.html: is inside \/proc/);
+    expectUsage(runCli(['demo', '--trees', '2', '--backend', 'cpu', '--view', `${dir}/views/`]), /--view .*ends with a path separator/);
+  });
+});
