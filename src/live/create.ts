@@ -15,6 +15,8 @@ export interface CreateLiveForestOptions {
   gpu?: GpuLiveOptions;
   /** Called with a line saying which backend `auto` picked, or why it fell back. */
   onNotice?: (message: string) => void;
+  /** Accept (and ignore) fields trees and nodes do not have; default false (an unknown field is an error naming it). */
+  allowUnknownFields?: boolean;
 }
 
 /**
@@ -27,7 +29,7 @@ export async function createLiveForest(options: CreateLiveForestOptions): Promis
   const auto = (options.backend ?? 'auto') === 'auto';
   const recovery = auto ? { fallback: () => new CpuLiveBackend(), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
-    return new LiveForest(options.dim, backend, options.params, recovery);
+    return new LiveForest(options.dim, backend, options.params, { ...recovery, allowUnknownFields: options.allowUnknownFields === true });
   } catch (err) {
     backend.destroy();
     throw err;

@@ -1,5 +1,5 @@
-import type { PackedForest } from '../forest/packed.js';
-import { OptionError } from '../util/errors.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
+import { OptionError, ScorerDestroyedError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
 import { CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
 import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
@@ -151,14 +151,24 @@ export function scoreGroupsCpu(
           dist = Math.min(1, Math.max(0, sq / 4));
         }
         if (fill) pairValues[at++] = dist;
-        const dr = visits[ri] > 0 && visits[rj] > 0 ? Math.abs(reward[ri] - reward[rj]) : 0;
+        const visited = visits[ri] > 0 && visits[rj] > 0;
+        const dr = visited ? Math.abs(reward[ri] - reward[rj]) : 0;
         const delta = dr + Math.abs(uncertainty[ri] - uncertainty[rj]);
         const den = delta + alpha * dist + CONTRAST_EPSILON;
-        const c = delta / den;
-        const dc = (-alpha * delta * dist) / (den * den);
+        let c = delta / den;
+        let dc = (-alpha * delta * dist) / (den * den);
+        if (!Number.isFinite(dc)) {
+          // Δ or α·Δ·d overflowed (rewards near ±1.8e308, α near 1e300): the same c and ∂c/∂log α
+          // from quarter-scale differences, which cannot overflow. Exact scaling by 4 keeps c as is.
+          const q = (visited ? Math.abs(reward[ri] / 4 - reward[rj] / 4) : 0) + Math.abs(uncertainty[ri] / 4 - uncertainty[rj] / 4);
+          const denQ = q + (alpha * dist + CONTRAST_EPSILON) / 4;
+          c = q / denQ;
+          dc = (-(alpha * dist) * c) / denQ / 4;
+        }
         if (split) {
+          // v2: σ_ij = 2(u_i + ε)/(u_i + u_j + 2ε), written so that huge uncertainties cannot overflow.
           const ui = uncertainty[ri] + CONTRAST_EPSILON, uj = uncertainty[rj] + CONTRAST_EPSILON;
-          const si = (2 * ui) / (ui + uj), sj = 2 - si;
+          const si = 2 / (1 + uj / ui), sj = 2 - si;
           C[i] += si * c; C[j] += sj * c; Cd[i] += si * dc; Cd[j] += sj * dc;
         } else {
           C[i] += c; C[j] += c; Cd[i] += dc; Cd[j] += dc;
@@ -224,8 +234,11 @@ export class CpuScorer implements Scorer {
   threadsFor(forest: PackedForest, cost = scoringCost(forest)): number {
     return this.threads > 1 && cost >= this.minParallelCost && forest.groupCount > 1 ? this.threads : 1;
   }
+  private destroyed = false;
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
+    if (this.destroyed) throw new ScorerDestroyedError('cpu');
+    assertPackedForest(forest);
     const cost = this.threads > 1 ? scoringCost(forest) : 0;
     if (this.threadsFor(forest, cost) === 1) return this.scoreSync(forest, params);
     const resolved = resolveParams(params);
@@ -237,6 +250,8 @@ export class CpuScorer implements Scorer {
   }
 
   scoreSync(forest: PackedForest, params?: Partial<ScoreParams>): Scores {
+    if (this.destroyed) throw new ScorerDestroyedError('cpu');
+    assertPackedForest(forest);
     const resolved = resolveParams(params);
     const out = allocateScores(forest, resolved);
     this.scratch.ensure(maxGroupSize(forest));
@@ -244,8 +259,9 @@ export class CpuScorer implements Scorer {
     return out;
   }
 
-  /** Terminates the worker threads (a later `score` starts new ones). */
+  /** Terminates the worker threads; the scorer refuses further calls, like every backend. */
   destroy(): void {
+    this.destroyed = true;
     this.pool?.destroy();
     this.pool = undefined;
   }

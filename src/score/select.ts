@@ -1,5 +1,6 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter } from '../gpu/adapter.js';
+import { ScorerDestroyedError } from '../util/errors.js';
 import { GpuContext } from '../gpu/context.js';
 import { GpuDeviceLostError, GpuUnavailableError, isCpuFallbackError } from '../gpu/errors.js';
 import type { GpuTimings } from '../gpu/resident.js';
@@ -102,6 +103,7 @@ export async function chooseAutoBackend(gpu?: GPU): Promise<AutoChoice> {
 /** `auto` after an adapter was found: the GPU until its device is lost, then the CPU. */
 class AutoScorer implements TimedScorer {
   private gpu: GpuScorer | undefined;
+  private destroyed = false;
 
   constructor(gpu: GpuScorer, private readonly cpu: CpuScorer, private readonly onNotice: ((message: string) => void) | undefined, private readonly ownedContext?: GpuContext) {
     this.gpu = gpu;
@@ -116,6 +118,8 @@ class AutoScorer implements TimedScorer {
   }
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
+    if (this.destroyed) throw new ScorerDestroyedError('auto');
+    assertPackedForest(forest);
     const gpu = this.gpu;
     if (gpu) {
       try {
@@ -138,6 +142,7 @@ class AutoScorer implements TimedScorer {
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.release();
     this.cpu.destroy();
   }
