@@ -1,7 +1,8 @@
 // Public API of trace-alloc. Everything a training job needs is re-exported from here.
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
-export { packForest, packColumns, type PackedForest, type ForestColumns } from './forest/packed.js';
+export { packForest, packColumns, type PackedForest, type ForestColumns, type PackOptions } from './forest/packed.js';
+export { DEFAULT_MAX_GROUP_SIZE, checkGroupSizes } from './forest/limits.js';
 export { DEFAULT_PARAMS, CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scores, type Scorer, type RealArray } from './score/types.js';
 export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch } from './score/cpu.js';
 export { createScorer, type Backend, type CreateScorerOptions } from './score/select.js';

@@ -1,4 +1,5 @@
 import type { AllocateOptions } from '../allocate/options.js';
+import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
 
@@ -103,4 +104,15 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     allocate,
     backend: (values.backend as Backend | undefined) ?? 'auto',
   };
+}
+
+/** Flags of the commands that read forests from files or requests (`score`, `viz`, `serve`). */
+export const FOREST_FLAGS = { 'max-group-size': 'int' } as const satisfies FlagDefs;
+
+/** `--max-group-size N` (default DEFAULT_MAX_GROUP_SIZE): the most children one node may have. */
+export function maxGroupSizeFlag(values: FlagValues): number {
+  const max = values['max-group-size'] as number | undefined;
+  if (max === undefined) return DEFAULT_MAX_GROUP_SIZE;
+  if (max < 1) throw new UsageError(`--max-group-size must be an integer >= 1, got ${max}`);
+  return max;
 }

@@ -1,9 +1,10 @@
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { LiveSession } from '../live/protocol.js';
-import { parseFlags, UsageError } from './flags.js';
+import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
 
 export const SERVE_USAGE = `usage: trace-alloc serve --stdio [--backend auto|gpu|cpu] [--dim N] [--alpha A] [--tau T]
+         [--max-group-size N]
 
 Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
@@ -13,11 +14,14 @@ an exit; the forest survives malformed lines. Ends at end of input. Protocol: do
   --stdio      serve on stdin/stdout (required; the only transport)
   --backend    where dirty groups are re-scored (default auto: the GPU when an adapter exists)
   --dim        embedding dimension (default: taken from the first tree added)
-  --alpha      α of SPEC §2 (default 1)      --tau   τ (default 0.5)`;
+  --alpha      α of SPEC §2 (default 1)      --tau   τ (default 0.5)
+  --max-group-size  the most children one node of the live forest may have (default 4096); an
+               add-tree or add-nodes that would exceed it is refused (invalid_value, naming the
+               tree, node and size) and changes nothing`;
 
 /** `trace-alloc serve --stdio`: a sidecar for training jobs. Returns the exit code. */
 export async function runServe(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number' });
+  const { values, positionals } = parseFlags(argv, { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', ...FOREST_FLAGS });
   if (positionals.length > 0) throw new UsageError(`serve takes no arguments, got ${JSON.stringify(positionals[0])}`);
   if (values.stdio !== true) throw new UsageError('serve needs --stdio (JSON Lines on stdin/stdout is the only transport)');
   const dim = values.dim as number | undefined;
@@ -29,6 +33,7 @@ export async function runServe(argv: string[]): Promise<number> {
   const session = new LiveSession({
     backend: (values.backend as 'auto' | 'gpu' | 'cpu' | undefined) ?? 'auto',
     ...(dim !== undefined ? { dim } : {}),
+    maxGroupSize: maxGroupSizeFlag(values),
     params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}) },
     onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
   });

@@ -1,25 +1,28 @@
 import { checkOutputPath } from './output.js';
 import { allocate } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
+import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
 import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
 import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
 import { writeTreeSvg, writeTreeView } from '../viz/write.js';
-import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 
 export const VIZ_USAGE = `usage: trace-alloc viz FILE|- --out FILE [--tree ID] [--svg] [--metric weight|contrast|reward|uncertainty]
          [--max-trees N] [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
          [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
-         [--backend auto|gpu|cpu]
+         [--backend auto|gpu|cpu] [--max-group-size N]
 
 Scores and allocates the forest like 'trace-alloc score', then writes one self-contained HTML
 page (works offline) with the ${DEFAULT_MAX_TREES} most contested trees (--max-trees) plus the --tree one,
 shown first. With --svg, writes a static SVG of that one tree instead (default: the most
-contested tree), coloured by --metric (default weight).`;
+contested tree), coloured by --metric (default weight). A node with more than --max-group-size
+children (default 4096) is refused with exit 2.`;
 
 const VIZ_FLAGS = {
   ...SCORE_FLAGS,
+  ...FOREST_FLAGS,
   out: 'string',
   tree: 'string',
   svg: 'boolean',
@@ -38,8 +41,10 @@ export async function runViz(argv: string[]): Promise<number> {
   if (maxTrees !== undefined && maxTrees < 1) throw new UsageError(`--max-trees must be an integer >= 1, got ${maxTrees}`);
   const metric = values.metric as ColorMetric | undefined;
   const settings = scoreSettings(values);
+  const maxGroupSize = maxGroupSizeFlag(values);
 
   const forest = loadForestFile(positionals[0]);
+  checkGroupSizes(forest, maxGroupSize);
   if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);

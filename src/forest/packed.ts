@@ -1,4 +1,5 @@
 import { describeValue, ForestError } from './errors.js';
+import { checkGroupSizes } from './limits.js';
 import type { ForestInput, NodeInput } from './input.js';
 
 /**
@@ -64,7 +65,7 @@ export interface ForestColumns {
  * Validates column data and builds the sibling-group index. Throws `ForestError` naming the
  * tree, node and field of the first bad value. The columns' arrays are adopted, not copied.
  */
-export function packColumns(columns: ForestColumns): PackedForest {
+export function packColumns(columns: ForestColumns, options: PackOptions = {}): PackedForest {
   const { dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding } = columns;
   if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
   const treeCount = treeIds.length;
@@ -145,18 +146,29 @@ export function packColumns(columns: ForestColumns): PackedForest {
     groupChild[cursor[g]++] = row;
   }
 
-  return {
+  const packed: PackedForest = {
     dim, treeCount, nodeCount, groupCount, treeIds: [...treeIds], treeOffset, nodeTree, parentRow,
     reward, visits, uncertainty, terminal, embedding, groupParent, groupOffset, groupChild,
     treeGroupOffset, childGroup, parentGroup,
   };
+  checkGroupSizes(packed, options.maxGroupSize ?? Infinity);
+  return packed;
+}
+
+/** Options of `packColumns` / `packForest`. */
+export interface PackOptions {
+  /**
+   * Refuse (ForestError naming the tree, the parent node and the size) a node with more
+   * children than this. Default: no cap; the CLI and `serve` use DEFAULT_MAX_GROUP_SIZE (4096).
+   */
+  maxGroupSize?: number;
 }
 
 /**
  * Validates a plain-object forest and packs it. Missing fields take SPEC §1 defaults;
  * a missing `dim` is taken from the first embedding (0 when there is none).
  */
-export function packForest(input: ForestInput): PackedForest {
+export function packForest(input: ForestInput, options: PackOptions = {}): PackedForest {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new ForestError({}, 'a forest must be an object with a "trees" array');
   const trees = input.trees;
   if (!Array.isArray(trees)) throw new ForestError({ field: 'trees' }, `must be an array, got ${describeValue(trees)}`);
@@ -214,7 +226,7 @@ export function packForest(input: ForestInput): PackedForest {
       }
     }
   }
-  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding });
+  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding }, options);
 }
 
 function inferDim(trees: readonly unknown[]): number {

@@ -1,3 +1,4 @@
+import { checkMaxGroupSize } from '../forest/limits.js';
 import { GpuUnavailableError } from '../gpu/errors.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
@@ -13,6 +14,8 @@ export interface CreateLiveForestOptions {
   params?: Partial<ScoreParams>;
   /** GPU backend settings (shared context, chunk cap). */
   gpu?: GpuLiveOptions;
+  /** The most children one node may have; add-tree / add-nodes beyond it are refused. Default: no cap. */
+  maxGroupSize?: number;
   /** Called with a line saying which backend `auto` picked, or why it fell back. */
   onNotice?: (message: string) => void;
 }
@@ -27,7 +30,9 @@ export async function createLiveForest(options: CreateLiveForestOptions): Promis
   const auto = (options.backend ?? 'auto') === 'auto';
   const recovery = auto ? { fallback: () => new CpuLiveBackend(), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
-    return new LiveForest(options.dim, backend, options.params, recovery);
+    const live = new LiveForest(options.dim, backend, options.params, recovery);
+    if (options.maxGroupSize !== undefined) live.store.maxGroupSize = checkMaxGroupSize(options.maxGroupSize);
+    return live;
   } catch (err) {
     backend.destroy();
     throw err;

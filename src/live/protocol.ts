@@ -1,5 +1,6 @@
 import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
+import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
@@ -34,6 +35,8 @@ export interface SessionOptions {
   /** Embedding dimension; when omitted, taken from the first tree added. */
   dim?: number;
   params?: Partial<ScoreParams>;
+  /** The most children one node may have (default DEFAULT_MAX_GROUP_SIZE, 4096). */
+  maxGroupSize?: number;
   onNotice?: (message: string) => void;
 }
 
@@ -246,7 +249,10 @@ export class LiveSession {
     if (this.forest) return this.forest;
     if (this.creating === undefined) {
       const dim = this.options.dim ?? inferDim(trees);
-      this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
+      this.creating = createLiveForest({
+        dim, backend: this.options.backend ?? 'auto', params: this.params(), maxGroupSize: this.options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE,
+        ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}),
+      });
     }
     try {
       this.forest = await this.creating;

@@ -1,5 +1,6 @@
 import { describeValue, ForestError, type ForestErrorLocation } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
+import { checkGroupSizes, groupSizeError } from '../forest/limits.js';
 import { packForest, treeIdOf, type PackedForest } from '../forest/packed.js';
 import { grownClass, SlabAllocator, slabClass } from './slab.js';
 
@@ -129,6 +130,9 @@ export class LiveStore {
   membershipVersion = 0;
   nodeTotal = 0;
 
+  /** The most children one node may have (add-tree, add-nodes and addForest refuse more); default no cap. */
+  maxGroupSize = Infinity;
+
   constructor(dim: number) {
     if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
     this.dim = dim;
@@ -181,7 +185,7 @@ export class LiveStore {
     // packForest holds the one copy of the node validation rules; re-locate its errors to this tree.
     let packed;
     try {
-      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] });
+      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] }, { maxGroupSize: this.maxGroupSize });
     } catch (err) {
       if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: position, treeId: id }, err.reason);
       throw err;
@@ -197,6 +201,12 @@ export class LiveStore {
       const id = forest.treeIds[t];
       if (this.bySlotId.has(id) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: this.treeOrder.length + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
       ids.add(id);
+    }
+    try {
+      checkGroupSizes(forest, this.maxGroupSize);
+    } catch (err) {
+      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: this.treeOrder.length + err.location.tree! }, err.reason);
+      throw err;
     }
     const slots: number[] = [];
     for (let t = 0; t < forest.treeCount; t++) slots.push(this.placeTree(forest, t, forest.treeIds[t]));
@@ -238,6 +248,21 @@ export class LiveStore {
     return slot;
   }
 
+  /** Refuses an add-nodes that would give some node more than `maxGroupSize` children. */
+  private checkAddedChildren(slot: number, n0: number, parents: Int32Array): void {
+    if (this.maxGroupSize === Infinity) return;
+    const start = this.slotStart[slot];
+    const added = new Map<number, number>();
+    for (const p of parents) added.set(p, (added.get(p) ?? 0) + 1);
+    for (const [p, extra] of added) {
+      const k = (p < n0 ? this.childCount[start + p] : 0) + extra;
+      if (k > this.maxGroupSize) {
+        const err = groupSizeError(this.at(slot, p), k, this.maxGroupSize);
+        throw new LiveError('invalid_value', err.location, err.reason);
+      }
+    }
+  }
+
   /**
    * Appends nodes to a tree (node indices continue from the tree's size; a node's parent may
    * be one added earlier in the same call). Validates everything before changing anything.
@@ -275,6 +300,7 @@ export class LiveStore {
       }
     }
     if (nodes.length === 0) return n0;
+    this.checkAddedChildren(slot, n0, parents);
     const n1 = n0 + nodes.length;
     if (n1 > this.slotCap[slot]) this.relocate(slot, grownClass(this.slotCap[slot], n1));
     const start = this.slotStart[slot];
