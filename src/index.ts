@@ -6,6 +6,7 @@
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
 export { packForest, packColumns, assertPackedForest, type PackedForest, type ForestColumns, type PackOptions } from './forest/packed.js';
+export { DEFAULT_MAX_GROUP_SIZE, checkGroupSizes } from './forest/limits.js';
 export { DEFAULT_PARAMS, CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scores, type Scorer, type RealArray } from './score/types.js';
 export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch, type CpuScorerOptions } from './score/cpu.js';
 export { PARALLEL_MIN_COST, scoringCost, defaultThreads } from './score/threads.js';

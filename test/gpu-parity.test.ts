@@ -75,7 +75,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   allTerminal: fc.boolean(),
   alpha: fc.oneof(fc.constant(1), logUniform(1e-3, 1e3)),
   tau: fc.oneof(fc.constant(0.5), logUniform(1e-2, 1e2)),
-  route: fc.constantFrom('auto', 'thread', 'workgroup'),
+  route: fc.constantFrom('auto', 'thread', 'workgroup', 'tiled'),
 });
 
 function parentsOf(rng: Rng, c: Case): number[] {
@@ -177,7 +177,7 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
   const scorers = new Map<Route, GpuScorer>();
   beforeAll(async () => {
     ctx = await GpuContext.create();
-    for (const route of ['auto', 'thread', 'workgroup'] as const) scorers.set(route, await GpuScorer.create({ context: ctx, route }));
+    for (const route of ['auto', 'thread', 'workgroup', 'tiled'] as const) scorers.set(route, await GpuScorer.create({ context: ctx, route }));
   });
   afterAll(() => {
     for (const s of scorers.values()) s.destroy();
@@ -256,12 +256,12 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     }
   });
 
-  it('handles huge groups (k = 1100, dim 48) on both kernels', async () => {
+  it('handles huge groups (k = 1100, dim 48) on every kernel', async () => {
     const k = 1100, dim = 48;
     const rng = new Rng(7);
     const e = Float32Array.from({ length: (k + 1) * dim }, (_, i) => (i % 3 === 0 ? 0 : rng.normal()));
     const forest = forestOf(dim, [[-1, ...new Array<number>(k).fill(0)]], (row) => ({ reward: rng.next(), visits: row % 7, uncertainty: rng.next() }), e);
-    for (const route of ['workgroup', 'thread'] as const) await check(forest, { alpha: 0.7, tau: 0.05 }, route);
+    for (const route of ['workgroup', 'thread', 'tiled'] as const) await check(forest, { alpha: 0.7, tau: 0.05 }, route);
   });
 
   it('handles dims past 4096 and near-duplicate siblings', async () => {

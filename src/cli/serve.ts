@@ -2,8 +2,8 @@ import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
 import { BoundedLineReader } from './lines.js';
-import { parseFlags, UsageError } from './flags.js';
-import { defineCommand } from './help.js';
+import { maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
+import { defineCommand, FOREST_FLAG_HELP } from './help.js';
 
 /** Default longest request line: a batch of about 2,000 trees of 100 nodes at dim 64 as JSON. */
 export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -19,7 +19,7 @@ stats, set-params). Errors are responses ({"ok": false, "error": {"code", "messa
 an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the client
 closes stdout, or on SIGTERM/SIGINT (after answering the request in flight). Protocol: docs/PROTOCOL.md.`,
   flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
-    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean' },
+    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
     backend: { default: 'auto', meaning: 'where dirty groups are re-scored: cpu, gpu, or auto (the GPU when an adapter exists)' },
@@ -28,7 +28,7 @@ closes stdout, or on SIGTERM/SIGINT (after answering the request in flight). Pro
     tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
     rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
-    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have' },
+    ...FOREST_FLAG_HELP,
   },
 });
 
@@ -50,6 +50,7 @@ export async function runServe(argv: string[]): Promise<number> {
     ...(dim !== undefined ? { dim } : {}),
     params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
     allowUnknownFields: values['allow-unknown-fields'] === true,
+    maxGroupSize: maxGroupSizeFlag(values),
     onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
   });
 

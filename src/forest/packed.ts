@@ -1,6 +1,7 @@
 import { sharedArray } from '../util/shared.js';
 import { didYouMean } from '../util/suggest.js';
 import { describeValue, ForestError, type ForestErrorLocation } from './errors.js';
+import { checkGroupSizes } from './limits.js';
 import type { ForestInput, NodeInput } from './input.js';
 
 /**
@@ -66,7 +67,7 @@ export interface ForestColumns {
  * Validates column data and builds the sibling-group index. Throws `ForestError` naming the
  * tree, node and field of the first bad value. The columns' arrays are adopted, not copied.
  */
-export function packColumns(columns: ForestColumns): PackedForest {
+export function packColumns(columns: ForestColumns, options: PackOptions = {}): PackedForest {
   const { dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding } = columns;
   if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
   const treeCount = treeIds.length;
@@ -152,6 +153,7 @@ export function packColumns(columns: ForestColumns): PackedForest {
     reward, visits, uncertainty, terminal, embedding, groupParent, groupOffset, groupChild,
     treeGroupOffset, childGroup, parentGroup,
   };
+  checkGroupSizes(packed, options.maxGroupSize ?? Infinity);
   packedByUs.add(packed);
   return packed;
 }
@@ -163,6 +165,11 @@ export interface PackOptions {
    * naming it and the nearest known name, so a typo (`rewrd`) never silently drops a value.
    */
   allowUnknownFields?: boolean;
+  /**
+   * Refuse (ForestError naming the tree, the parent node and the size) a node with more
+   * children than this. Default: no cap; the CLI and `serve` use DEFAULT_MAX_GROUP_SIZE (4096).
+   */
+  maxGroupSize?: number;
 }
 
 export const FOREST_FIELDS: readonly string[] = ['dim', 'trees'];
@@ -251,7 +258,7 @@ export function packForest(input: ForestInput, options: PackOptions = {}): Packe
       }
     }
   }
-  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding });
+  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding }, options);
 }
 
 function inferDim(trees: readonly unknown[]): number {

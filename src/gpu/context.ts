@@ -1,5 +1,6 @@
 import { adapterIdentity, adapterName, requestGpuAdapter } from './adapter.js';
-import { GpuDeviceLostError, GpuValidationError } from './errors.js';
+import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from './errors.js';
+import { TILE_ROWS } from './layout.js';
 import { BufferPool } from './pool.js';
 import { kernelSource, type KernelName } from './shaders.js';
 
@@ -17,7 +18,7 @@ export interface GpuContextOptions {
 }
 
 /** Workgroup sizes of the two kernels (see docs/GPU.md for the measurements behind them). */
-export const KERNEL_WORKGROUP: Readonly<Record<KernelName, number>> = { score_workgroup: 64, score_thread: 64 };
+export const KERNEL_WORKGROUP: Readonly<Record<KernelName, number>> = { score_workgroup: 64, score_thread: 64, score_tiles: TILE_ROWS, score_reduce: 64 };
 
 /**
  * Owns one WebGPU device and everything created on it: compiled pipelines (built once per
@@ -44,7 +45,8 @@ export class GpuContext {
   private readonly workgroupSizes: Record<KernelName, number>;
 
   private constructor(readonly device: GPUDevice, readonly adapterName: string, workgroupSizes: Partial<Record<KernelName, number>> = {}) {
-    this.workgroupSizes = { ...KERNEL_WORKGROUP, ...workgroupSizes };
+    // The tile kernel's size is the tile height the host cuts work lists by: not tunable here.
+    this.workgroupSizes = { ...KERNEL_WORKGROUP, ...workgroupSizes, score_tiles: TILE_ROWS };
     this.pool = new BufferPool(device);
     this.hasF16 = device.features.has('shader-f16');
     this.hasTimestamps = device.features.has('timestamp-query');

@@ -93,7 +93,7 @@ export class ResidentForest {
   static async create(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<ResidentForest> {
     const f16 = checkF16(ctx, options.f16);
     const t0 = performance.now();
-    const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+    const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), options.route);
     const states: ChunkState[] = [];
     try {
       for (const chunk of chunks) {
@@ -335,7 +335,7 @@ async function streamChunks<T, R>(
   submit: (state: ChunkState) => Promise<T>,
   finish: (chunks: Chunk[], outputs: T[], upload: number, submittedAt: number) => R,
 ): Promise<R> {
-  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), options.route);
   const states: ChunkState[] = [];
   const pending: Promise<T>[] = [];
   const checks: Promise<unknown>[] = [];

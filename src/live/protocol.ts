@@ -1,5 +1,6 @@
 import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
+import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
 import { resolveAllocateOptions } from '../allocate/options.js';
 import type { Backend } from '../score/select.js';
@@ -36,6 +37,8 @@ export interface SessionOptions {
   /** Embedding dimension; when omitted, taken from the first tree added. */
   dim?: number;
   params?: Partial<ScoreParams>;
+  /** The most children one node may have (default DEFAULT_MAX_GROUP_SIZE, 4096). */
+  maxGroupSize?: number;
   onNotice?: (message: string) => void;
   /** Accept (and ignore) fields nodes and trees do not have, as `--allow-unknown-fields` does for files. Default false. */
   allowUnknownFields?: boolean;
@@ -274,7 +277,11 @@ export class LiveSession {
     if (this.forest) return this.forest;
     if (this.creating === undefined) {
       const dim = this.options.dim ?? inferDim(trees);
-      this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), allowUnknownFields: this.allowUnknownFields, ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
+      this.creating = createLiveForest({
+        dim, backend: this.options.backend ?? 'auto', params: this.params(), allowUnknownFields: this.allowUnknownFields,
+        maxGroupSize: this.options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE,
+        ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}),
+      });
     }
     try {
       this.forest = await this.creating;
