@@ -16,8 +16,9 @@ export const SERVE_COMMAND = defineCommand({
   summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
 stats, set-params). Errors are responses ({"ok": false, "error": {"code", "message"}}), never
-an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the client
-closes stdout, or on SIGTERM/SIGINT (after answering the request in flight). Protocol: docs/PROTOCOL.md.`,
+an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
+client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
+Protocol: docs/PROTOCOL.md.`,
   flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
     'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int' },
   docs: {
