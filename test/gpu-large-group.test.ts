@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_MAX_GROUP_SIZE } from '../src/forest/limits.js';
 import { GpuContext } from '../src/gpu/context.js';
-import { columnStrips, kernelFor, planWork, TILE_ROWS } from '../src/gpu/layout.js';
+import { columnStrips, kernelFor, planWork, resolveRoute, STAGE_FLOATS, STAGE_LANES, STAGE_PAIRS, TILE_ROWS } from '../src/gpu/layout.js';
 import { GpuScorer } from '../src/gpu/scorer.js';
 import { createLiveForest } from '../src/live/create.js';
 import { liveScoresOn, snapshotLive } from '../src/live/snapshot.js';
@@ -30,6 +30,44 @@ it('tiles a large group into bounded pieces: every pair once, per-workgroup work
   }
   expect(kernelFor(1024, 'auto', 8)).toBe('workgroup');
   expect(kernelFor(100, 'auto', 8)).toBe('thread');
+});
+
+it("route 'auto' is the staged mapping on GPUs and the classic one on CPU-emulated adapters", () => {
+  expect(resolveRoute('auto', false)).toBe('staged');
+  expect(resolveRoute('auto', true)).toBe('classic');
+  for (const route of ['staged', 'classic', 'thread', 'workgroup', 'tiled'] as const) expect(resolveRoute(route, true)).toBe(route);
+  expect(kernelFor(4, 'staged', 128)).toBe('staged');
+  expect(kernelFor(4, 'classic', 128)).toBe('thread');
+  expect(kernelFor(40, 'staged', 64)).toBe('thread'); // 40 rows at stride 65 exceed the staged floats
+});
+
+it('packs small groups into bins of the staged kernel within its lanes, staged floats and pairs, in order', () => {
+  const sizes = [1, 4, 4, 8, 30, 2, 39, 3, 5, 5, 64, 2];
+  for (const dim of [0, 8, 64, 128]) {
+    const { lists, outStart } = planWork(sizes.length, (i) => 100 * i, (i) => sizes[i], 'auto', dim);
+    const entries = lists.staged.length / 4 - lists.bins;
+    const seen: number[] = [];
+    let next = lists.bins;
+    for (let b = 0; b < lists.bins; b++) {
+      const [start, n] = lists.staged.subarray(4 * b, 4 * b + 2);
+      expect(start).toBe(next);
+      next += n;
+      let k = 0, floats = 0, pairs = 0;
+      for (let e = start; e < start + n; e++) {
+        const [first, size, o, index] = lists.staged.subarray(4 * e, 4 * e + 4);
+        expect([first, size, o]).toEqual([100 * index, sizes[index], outStart[index]]);
+        seen.push(index);
+        k += size; floats += size * (dim | 1); pairs += (size * (size - 1)) / 2;
+      }
+      expect(k).toBeLessThanOrEqual(STAGE_LANES);
+      expect(floats).toBeLessThanOrEqual(STAGE_FLOATS);
+      expect(pairs).toBeLessThanOrEqual(STAGE_PAIRS);
+    }
+    expect(next - lists.bins).toBe(entries);
+    // Every group that fits is staged, in list order; the others go to the classic kernels.
+    expect(seen).toEqual(sizes.flatMap((k, i) => (kernelFor(k, 'auto', dim) === 'staged' ? [i] : [])));
+    expect(entries + (lists.thread.length + lists.workgroup.length) / 4).toBe(sizes.length);
+  }
 });
 
 gpuDescribe('GPU: the largest group the CLI allows by default', () => {

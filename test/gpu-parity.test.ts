@@ -75,7 +75,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   allTerminal: fc.boolean(),
   alpha: fc.oneof(fc.constant(1), logUniform(1e-3, 1e3)),
   tau: fc.oneof(fc.constant(0.5), logUniform(1e-2, 1e2)),
-  route: fc.constantFrom('auto', 'thread', 'workgroup', 'tiled'),
+  route: fc.constantFrom('auto', 'staged', 'classic', 'thread', 'workgroup', 'tiled'),
 });
 
 function parentsOf(rng: Rng, c: Case): number[] {
@@ -177,7 +177,7 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
   const scorers = new Map<Route, GpuScorer>();
   beforeAll(async () => {
     ctx = await GpuContext.create();
-    for (const route of ['auto', 'thread', 'workgroup', 'tiled'] as const) scorers.set(route, await GpuScorer.create({ context: ctx, route }));
+    for (const route of ['auto', 'staged', 'classic', 'thread', 'workgroup', 'tiled'] as const) scorers.set(route, await GpuScorer.create({ context: ctx, route }));
   });
   afterAll(() => {
     for (const s of scorers.values()) s.destroy();

@@ -16,6 +16,7 @@ export interface Pipelines {
   workgroup: GPUComputePipeline;
   tiles: GPUComputePipeline;
   reduce: GPUComputePipeline;
+  staged: GPUComputePipeline;
 }
 
 /** Raw outputs of one dispatch: `out` holds (C, w, gA, gB) per output slot, `outI` one intensity per listed group. */
@@ -32,7 +33,8 @@ export interface ChunkOutputs {
 interface Segment {
   pipeline: GPUComputePipeline;
   list: Uint32Array;
-  entryWords: number;
+  /** Work entries (or bins) the kernel reads: P.count. */
+  count: number;
   workgroups: number;
 }
 
@@ -40,10 +42,10 @@ const PARAMS_BYTES = 32;
 const UNIFORM_SLOT = 256; // minUniformBufferOffsetAlignment is at most 256
 
 export async function loadPipelines(ctx: GpuContext, f16: boolean): Promise<Pipelines> {
-  const [thread, workgroup, tiles, reduce] = await Promise.all(
-    (['score_thread', 'score_workgroup', 'score_tiles', 'score_reduce'] as const).map((k) => ctx.pipeline(k, f16)),
+  const [thread, workgroup, tiles, reduce, staged] = await Promise.all(
+    (['score_thread', 'score_workgroup', 'score_tiles', 'score_reduce', 'score_staged'] as const).map((k) => ctx.pipeline(k, f16)),
   );
-  return { thread, workgroup, tiles, reduce };
+  return { thread, workgroup, tiles, reduce, staged };
 }
 
 /** Workgroup grid for `n` workgroups, folded into 2-D past the per-dimension limit. */
@@ -75,12 +77,13 @@ export function submitChunk(
   // workgroup each), then the pair tiles of the largest groups and their reduction (which
   // reads what the tiles wrote: WebGPU orders dispatches of a pass).
   const segments: Segment[] = [
-    { pipeline: pipes.thread, list: lists.thread, entryWords: 4, workgroups: Math.ceil(lists.thread.length / 4 / ctx.workgroupSize('score_thread')) },
-    { pipeline: pipes.workgroup, list: lists.workgroup, entryWords: 4, workgroups: lists.workgroup.length / 4 },
-    { pipeline: pipes.tiles, list: lists.tiles, entryWords: 8, workgroups: lists.tiles.length / 8 },
-    { pipeline: pipes.reduce, list: lists.reduce, entryWords: 8, workgroups: lists.reduce.length / 8 },
+    { pipeline: pipes.staged, list: lists.staged, count: lists.bins, workgroups: lists.bins },
+    { pipeline: pipes.thread, list: lists.thread, count: lists.thread.length / 4, workgroups: Math.ceil(lists.thread.length / 4 / ctx.workgroupSize('score_thread')) },
+    { pipeline: pipes.workgroup, list: lists.workgroup, count: lists.workgroup.length / 4, workgroups: lists.workgroup.length / 4 },
+    { pipeline: pipes.tiles, list: lists.tiles, count: lists.tiles.length / 8, workgroups: lists.tiles.length / 8 },
+    { pipeline: pipes.reduce, list: lists.reduce, count: lists.reduce.length / 8, workgroups: lists.reduce.length / 8 },
   ];
-  const nGroups = (lists.thread.length + lists.workgroup.length) / 4 + lists.reduce.length / 8;
+  const nGroups = (lists.thread.length + lists.workgroup.length + lists.staged.length) / 4 - lists.bins + lists.reduce.length / 8;
   const outBytes = outSlots * OUT_BYTES;
   const outBufferBytes = Math.max(OUT_BYTES, (outSlots + lists.partialSlots) * OUT_BYTES);
   const outIBytes = Math.max(4, nGroups * 4);
@@ -113,7 +116,7 @@ export function submitChunk(
     const grids = segments.map((seg) => foldGrid(seg.workgroups, ctx.maxWorkgroupsPerDim));
     segments.forEach((seg, i) => {
       if (seg.list.length > 0) q.writeBuffer(work, offsets[i], seg.list);
-      q.writeBuffer(uniforms, i * UNIFORM_SLOT, paramsBlock(params, seg.list.length / seg.entryWords, dim, stride, grids[i][0]));
+      q.writeBuffer(uniforms, i * UNIFORM_SLOT, paramsBlock(params, seg.count, dim, stride, grids[i][0]));
     });
 
     const bind = (slot: number, offset: number, size: number) =>

@@ -352,10 +352,39 @@ export interface WorkLists {
   reduce: Uint32Array;
   /** vec4 slots of partial sums the tiles write after the output slots (out holds outSlots + partialSlots). */
   partialSlots: number;
+  /** Several small groups per workgroup: one vec4 per bin (first entry, groups, 0, 0), then the entries (as `thread`). */
+  staged: Uint32Array;
+  /** Bins at the start of `staged` (its workgroups). */
+  bins: number;
 }
 
-export type Route = 'auto' | 'thread' | 'workgroup' | 'tiled';
-export type Kernel = 'thread' | 'workgroup' | 'tiled';
+/**
+ * 'staged': small groups staged (several per workgroup, coalesced reads), the rest as
+ * 'classic'; 'classic': the mapping before staging (thread, workgroup or tiled by size), faster
+ * on CPU-emulated adapters; 'auto': 'staged' on GPUs, 'classic' on CPU-emulated adapters
+ * (`resolveRoute`); or one kernel for every group.
+ */
+export type Route = 'auto' | 'staged' | 'classic' | 'thread' | 'workgroup' | 'tiled';
+
+/** The route a context uses for `route`: 'auto' is 'classic' on a CPU-emulated adapter, else 'staged'. */
+export function resolveRoute(route: Route, cpuEmulated: boolean): Route {
+  return route === 'auto' ? (cpuEmulated ? 'classic' : 'staged') : route;
+}
+export type Kernel = 'staged' | 'thread' | 'workgroup' | 'tiled';
+
+/** Lanes of score_staged.wgsl: the most children of one bin (one lane each). */
+export const STAGE_LANES = 64;
+
+/** Embedding floats one bin stages in workgroup memory (rows at the odd stride dim | 1): score_staged.wgsl's STAGE_FLOATS. */
+export const STAGE_FLOATS = 2304;
+
+/** Pair distances one bin keeps in workgroup memory: score_staged.wgsl's STAGE_PAIRS. */
+export const STAGE_PAIRS = 1024;
+
+/** Whether a group of k children fits one bin of the staged kernel. */
+export function fitsStaged(k: number, dim: number): boolean {
+  return k <= STAGE_LANES && k * (dim | 1) <= STAGE_FLOATS && (k * (k - 1)) / 2 <= STAGE_PAIRS;
+}
 
 /**
  * Groups up to this many children go to the one-invocation-per-group kernel (see
@@ -385,6 +414,7 @@ export const MAX_COLUMN_STRIPS = 16;
 export function kernelFor(k: number, route: Route, dim = 1): Kernel {
   if (route === 'thread' || route === 'workgroup') return route;
   if (route === 'tiled') return k >= 2 ? 'tiled' : 'workgroup';
+  if ((route === 'auto' || route === 'staged') && fitsStaged(k, dim)) return 'staged';
   if (k <= THREAD_KERNEL_MAX_K && k * k * Math.max(1, dim) <= THREAD_KERNEL_MAX_WORK) return 'thread';
   return k > TILED_MIN_K ? 'tiled' : 'workgroup';
 }
@@ -410,19 +440,27 @@ export function partialSlotsOf(k: number, route: Route, dim: number): number {
  * partial sums follow all output slots. Deterministic: the lists depend on the inputs only.
  */
 export function planWork(count: number, firstSlotOf: (i: number) => number, sizeOf: (i: number) => number, route: Route, dim: number): { lists: WorkLists; outSlots: number; outStart: Int32Array } {
-  let nThread = 0, nWg = 0, nTiled = 0, nTiles = 0, outSlots = 0;
+  let nThread = 0, nWg = 0, nTiled = 0, nTiles = 0, nStaged = 0, bins = 0, outSlots = 0;
+  let packer = new BinPacker(dim);
   for (let i = 0; i < count; i++) {
     const k = sizeOf(i);
     outSlots += k;
     const kernel = kernelFor(k, route, dim);
     if (kernel === 'thread') nThread++;
     else if (kernel === 'workgroup') nWg++;
-    else { nTiled++; nTiles += Math.ceil(k / TILE_ROWS) * columnStrips(k); }
+    else if (kernel === 'staged') {
+      // Bins take consecutive staged groups while children and staged floats fit.
+      nStaged++;
+      if (packer.add(k)) bins++;
+    } else { nTiled++; nTiles += Math.ceil(k / TILE_ROWS) * columnStrips(k); }
   }
   const thread = new Uint32Array(nThread * 4), workgroup = new Uint32Array(nWg * 4);
   const tiles = new Uint32Array(nTiles * 8), reduce = new Uint32Array(nTiled * 8);
+  const staged = new Uint32Array((bins + nStaged) * 4);
   const outStart = new Int32Array(count);
   let o = 0, t = 0, w = 0, r = 0, at = 0, partial = outSlots;
+  let bin = -1, sAt = bins;
+  packer = new BinPacker(dim);
   for (let i = 0; i < count; i++) {
     const first = firstSlotOf(i);
     const k = sizeOf(i);
@@ -439,6 +477,10 @@ export function planWork(count: number, firstSlotOf: (i: number) => number, size
         }
       }
       partial += k * strips;
+    } else if (kernel === 'staged') {
+      if (packer.add(k)) staged[4 * ++bin] = sAt;
+      staged[4 * bin + 1]++;
+      staged.set([first, k, o, i], 4 * sAt++);
     } else {
       const list = kernel === 'thread' ? thread : workgroup;
       const e = kernel === 'thread' ? t++ * 4 : w++ * 4;
@@ -449,7 +491,25 @@ export function planWork(count: number, firstSlotOf: (i: number) => number, size
     }
     o += k;
   }
-  return { lists: { thread: sortByK(thread), workgroup, tiles, reduce, partialSlots: partial - outSlots }, outSlots, outStart };
+  return { lists: { thread: sortByK(thread), workgroup, tiles, reduce, partialSlots: partial - outSlots, staged, bins }, outSlots, outStart };
+}
+
+/** Packs consecutive staged groups into bins while children, staged floats and pairs fit. */
+class BinPacker {
+  private k = STAGE_LANES;
+  private floats = 0;
+  private pairs = 0;
+  constructor(private readonly dim: number) {}
+  /** Adds a group of k children; true when it opens a new bin. */
+  add(k: number): boolean {
+    const floats = k * (this.dim | 1), pairs = (k * (k - 1)) / 2;
+    const opens = this.k + k > STAGE_LANES || this.floats + floats > STAGE_FLOATS || this.pairs + pairs > STAGE_PAIRS;
+    if (opens) { this.k = 0; this.floats = 0; this.pairs = 0; }
+    this.k += k;
+    this.floats += floats;
+    this.pairs += pairs;
+    return opens;
+  }
 }
 
 /** Work lists for `groups` (global ids, all inside `chunk`); see planWork. */

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 
 /** The WGSL kernels live in `shaders/` at the package root (shipped in the npm package). */
-export type KernelName = 'score_workgroup' | 'score_thread' | 'score_tiles' | 'score_reduce';
+export type KernelName = 'score_workgroup' | 'score_thread' | 'score_tiles' | 'score_reduce' | 'score_staged';
 
 /** Files after common.wgsl that make up each kernel's module (WGSL has no includes). */
 const KERNEL_FILES: Readonly<Record<KernelName, readonly string[]>> = {
@@ -9,6 +9,7 @@ const KERNEL_FILES: Readonly<Record<KernelName, readonly string[]>> = {
   score_workgroup: ['group_finish', 'score_workgroup'],
   score_tiles: ['score_tiles'],
   score_reduce: ['group_finish', 'score_reduce'],
+  score_staged: ['score_staged'],
 };
 
 const cache = new Map<string, string>();

@@ -1,7 +1,7 @@
 import { GpuContext } from '../gpu/context.js';
 import { loadPipelines, submitChunk, type ChunkOutputs, type Pipelines } from '../gpu/dispatch.js';
 import { GpuNonFiniteError, isCpuFallbackError } from '../gpu/errors.js';
-import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, MAX_COLUMN_STRIPS, OUT_BYTES, packGroupFeatures, planWork, writeF32Row } from '../gpu/layout.js';
+import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, MAX_COLUMN_STRIPS, OUT_BYTES, packGroupFeatures, planWork, resolveRoute, writeF32Row } from '../gpu/layout.js';
 import { checkGpuParams } from '../gpu/resident.js';
 import type { ScoreParams } from '../score/types.js';
 import { CpuLiveBackend, type LiveBackend } from './backend.js';
@@ -158,7 +158,7 @@ export class GpuLiveBackend implements LiveBackend {
     }
     const runs: { groups: number[]; outStart: Int32Array; outSlots: number; pending: Promise<ChunkOutputs> }[] = [];
     for (const [c, groups] of perChunk) {
-      const { lists, outSlots: o, outStart } = planWork(groups.length, (i) => store.childStart[groups[i]] - c * CS, (i) => store.childCount[groups[i]], 'auto', store.dim);
+      const { lists, outSlots: o, outStart } = planWork(groups.length, (i) => store.childStart[groups[i]] - c * CS, (i) => store.childCount[groups[i]], resolveRoute('auto', this.context.cpuEmulated), store.dim);
       const chunk = this.chunks[c];
       const inputs = { f16: false, feat: chunk.feat, featBytes: chunk.cap * FEAT_BYTES, emb: chunk.emb, embBytes: chunk.emb.size };
       runs.push({ groups, outStart, outSlots: o, pending: submitChunk(this.context, this.pipes, inputs, store.dim, lists, o, params) });
