@@ -10,6 +10,7 @@ usage:
   trace-alloc demo [flags]           the main job on a seeded synthetic batch, with a summary
   trace-alloc viz FILE --out F.html  an explorable priority heatmap of the forest's trees
   trace-alloc serve --stdio          a live forest driven by JSON Lines over stdin/stdout
+  trace-alloc convert IN OUT         a forest from one format to another (json, jsonl, npz, arrow)
   trace-alloc --version
 
 Run 'trace-alloc <command> --help' for a command's flags.`;
@@ -29,19 +30,21 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./viz.js')).runViz(rest);
     case 'serve':
       return (await import('./serve.js')).runServe(rest);
+    case 'convert':
+      return (await import('./convert.js')).runConvert(rest);
     case '--version':
     case '-v':
       process.stdout.write(`${await version()}\n`);
       return 0;
     case undefined:
-      throw new UsageError("a command is needed: score, demo, viz or serve (see 'trace-alloc --help')");
+      throw new UsageError("a command is needed: score, demo, viz, serve or convert (see 'trace-alloc --help')");
     case '--help':
     case '-h':
     case 'help':
       process.stdout.write(`${USAGE}\n`);
       return 0;
     default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo, viz, serve)`);
+      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo, viz, serve, convert)`);
   }
 }
 
@@ -50,6 +53,7 @@ async function printHelp(command: string | undefined): Promise<number> {
   else if (command === 'demo') process.stdout.write(`${(await import('./demo.js')).DEMO_USAGE}\n`);
   else if (command === 'viz') process.stdout.write(`${(await import('./viz.js')).VIZ_USAGE}\n`);
   else if (command === 'serve') process.stdout.write(`${(await import('./serve.js')).SERVE_USAGE}\n`);
+  else if (command === 'convert') process.stdout.write(`${(await import('./convert.js')).CONVERT_USAGE}\n`);
   else process.stdout.write(`${USAGE}\n`);
   return 0;
 }
