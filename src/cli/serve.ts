@@ -1,13 +1,14 @@
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { LiveSession } from '../live/protocol.js';
+import { StdinFrames } from './stdin-frames.js';
 import { parseFlags, UsageError } from './flags.js';
 
 export const SERVE_USAGE = `usage: trace-alloc serve --stdio [--backend auto|gpu|cpu] [--dim N] [--alpha A] [--tau T]
 
 Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
-stats, set-params). Errors are responses ({"ok": false, "error": {"code", "message"}}), never
+stats, set-params, and add-columns: a columnar batch as raw bytes after its header line).
+Errors are responses ({"ok": false, "error": {"code", "message"}}), never
 an exit; the forest survives malformed lines. Ends at end of input. Protocol: docs/PROTOCOL.md.
 
   --stdio      serve on stdin/stdout (required; the only transport)
@@ -35,13 +36,14 @@ export async function runServe(argv: string[]): Promise<number> {
 
   let closed = false;
   process.stdout.on('error', () => { closed = true; }); // the client went away: stop quietly
-  const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  const input = new StdinFrames(process.stdin);
   try {
-    for await (const line of input) {
-      if (closed) break;
+    for (let line = await input.nextLine(); line !== undefined && !closed; line = await input.nextLine()) {
       let out: string | undefined;
       try {
-        out = await session.handleLine(line);
+        // A binary batch (add-columns) is its header line plus exactly the bytes it announces.
+        const frame = session.binaryFrame(line);
+        out = frame ? await frame.complete(await input.readBytes(frame.bytes)) : await session.handleLine(line);
       } catch (err) {
         // handleLine maps every error to a response; this is a last guard so the forest survives.
         out = JSON.stringify({ id: null, ok: false, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } });
@@ -49,7 +51,6 @@ export async function runServe(argv: string[]): Promise<number> {
       if (out !== undefined && !process.stdout.write(`${out}\n`)) await once(process.stdout, 'drain');
     }
   } finally {
-    input.close();
     session.destroy();
   }
   return 0;

@@ -26,7 +26,7 @@ export function decodeArrow(bytes: Uint8Array, source: string): Map<string, NdAr
     const vector = table.getChild(field.name)!;
     arrays.set(field.name, columnOf(vector, field.name, source));
   }
-  if (arrays.size === 0) throw new ForestError({}, `${source}: the Arrow table has no columns`);
+  if (arrays.size === 0) throw new ForestError({}, `${source}: not a valid Arrow IPC file or stream (no columns found)`);
   return arrays;
 }
 

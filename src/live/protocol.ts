@@ -3,6 +3,7 @@ import type { NodeInput, TreeInput } from '../forest/input.js';
 import { packForest } from '../forest/packed.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
+import { ADD_COLUMNS_FIELDS, announcedBytes, applyBatch, badHeaderReason, decodeBatch } from './columns-op.js';
 import { createLiveForest } from './create.js';
 import type { LiveForest } from './forest.js';
 import type { LivePlanOptions } from './plan.js';
@@ -49,7 +50,14 @@ const FIELDS: Record<string, readonly string[]> = {
   scores: ['trees'],
   stats: [],
   'set-params': ['alpha', 'tau'],
+  'add-columns': ADD_COLUMNS_FIELDS,
 };
+
+/** A request line that announced a binary payload: the service reads `bytes` raw bytes, then calls `complete`. */
+export interface BinaryFrame {
+  bytes: number;
+  complete(payload: Uint8Array): Promise<string>;
+}
 
 /**
  * One live forest driven by JSON requests, one per line; every request gets exactly one
@@ -75,10 +83,27 @@ export class LiveSession {
     return JSON.stringify(await this.handle(request));
   }
 
-  async handle(request: unknown): Promise<Response> {
+  /**
+   * When `line` is an `add-columns` header with a valid byte count, the frame to complete with
+   * the payload that follows it; otherwise undefined (the line is an ordinary request).
+   */
+  binaryFrame(line: string): BinaryFrame | undefined {
+    if (!line.includes('add-columns')) return undefined;
+    let request: unknown;
+    try {
+      request = JSON.parse(line);
+    } catch {
+      return undefined;
+    }
+    const bytes = announcedBytes(request);
+    if (bytes === undefined) return undefined;
+    return { bytes, complete: async (payload) => JSON.stringify(await this.handle(request, payload)) };
+  }
+
+  async handle(request: unknown, payload?: Uint8Array): Promise<Response> {
     const id = request !== null && typeof request === 'object' && !Array.isArray(request) ? (request as { id?: unknown }).id ?? null : null;
     try {
-      return { id, ok: true, result: await this.dispatch(request) };
+      return { id, ok: true, result: await this.dispatch(request, payload) };
     } catch (err) {
       return failure(id, toProtocolError(err));
     }
@@ -92,7 +117,7 @@ export class LiveSession {
     this.forest = undefined;
   }
 
-  private async dispatch(request: unknown): Promise<unknown> {
+  private async dispatch(request: unknown, payload?: Uint8Array): Promise<unknown> {
     if (request === null || typeof request !== 'object' || Array.isArray(request)) throw new RequestError('invalid_request', `a request must be a JSON object, got ${describeValue(request)}`);
     const req = request as Record<string, unknown>;
     const op = req.op;
@@ -104,6 +129,7 @@ export class LiveSession {
     }
     switch (op) {
       case 'add-tree': return this.addTrees(req);
+      case 'add-columns': return this.addColumns(req, payload);
       case 'add-nodes': {
         const live = this.need(req.tree);
         const tree = req.tree as string;
@@ -202,6 +228,14 @@ export class LiveSession {
     return { trees: live.treeCount, added: packed.treeIds };
   }
 
+  private async addColumns(req: Record<string, unknown>, payload: Uint8Array | undefined): Promise<unknown> {
+    if (payload === undefined || announcedBytes(req) === undefined) throw new RequestError('invalid_request', badHeaderReason(req));
+    if (req.replace !== undefined && typeof req.replace !== 'boolean') throw new RequestError('invalid_request', `"replace" must be true or false, got ${describeValue(req.replace)}`);
+    const batch = decodeBatch(payload, req.bytes as number, this.forest?.treeCount ?? 0, this.forest?.dim ?? this.options.dim);
+    const live = await this.ensure([], batch.dim);
+    return applyBatch(live, batch, req.replace === true);
+  }
+
   private async plan(req: Record<string, unknown>): Promise<unknown> {
     const options: LivePlanOptions = {};
     for (const k of PLAN_FIELDS) {
@@ -242,10 +276,10 @@ export class LiveSession {
     return this.forest;
   }
 
-  private async ensure(trees: readonly TreeInput[]): Promise<LiveForest> {
+  private async ensure(trees: readonly TreeInput[], knownDim?: number): Promise<LiveForest> {
     if (this.forest) return this.forest;
     if (this.creating === undefined) {
-      const dim = this.options.dim ?? inferDim(trees);
+      const dim = this.options.dim ?? knownDim ?? inferDim(trees);
       this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
     }
     try {
