@@ -45,7 +45,7 @@ describe('trace-alloc serve --stdio (the built CLI)', () => {
     expect(run.stderr).toContain('--stdio');
   });
 
-  it('drives a whole simulated training step from Python (examples/python/simulated_step.py)', () => {
+  it('drives a whole simulated training step from Python with the trace_alloc package (examples/python/simulated_step.py)', () => {
     requireBuiltCli();
     const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });
     if (python.error || python.status !== 0) throw new Error('python3 is not on PATH: the Python client test needs it');
@@ -58,6 +58,7 @@ describe('trace-alloc serve --stdio (the built CLI)', () => {
       expect(summary.prompts).toBe(8);
       expect(summary.rollouts_started).toBeGreaterThan(0);
       expect(Number(summary.rollouts_finished) + Number(summary.stopped_early)).toBe(summary.rollouts_started);
+      expect(summary.stopped_early, 'the default run must show the early stop it documents').toBeGreaterThan(0);
       expect(summary.trees).toBe(8 - Number(summary.removed));
     }
   });
