@@ -35,4 +35,14 @@ describe('the Python package (python/, pytest)', () => {
     const which = spawnSync('python3', ['-c', 'import trace_alloc, sys; print(trace_alloc.__file__)'], { encoding: 'utf8', cwd: work, env });
     expect(which.stdout).toContain(target);
   }, 320_000);
+
+  it('ships in the npm tarball with the examples that use it', () => {
+    const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+    expect(pack.status, pack.stderr).toBe(0);
+    const files = (JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0].files.map((f) => f.path);
+    for (const path of ['python/pyproject.toml', 'python/README.md', 'python/trace_alloc/__init__.py', 'python/trace_alloc/py.typed', 'examples/python/simulated_step.py']) {
+      expect(files, path).toContain(path);
+    }
+    expect(files.filter((f) => /__pycache__|\.egg-info|\.pyc$/.test(f))).toEqual([]);
+  }, 130_000);
 });

@@ -51,7 +51,7 @@ describe('trace-alloc serve --stdio (the built CLI)', () => {
     if (python.error || python.status !== 0) throw new Error('python3 is not on PATH: the Python client test needs it');
     for (const backend of ['cpu', 'auto']) {
       const run = spawnSync('python3', [`${root}examples/python/simulated_step.py`, '--cmd', `"${process.execPath}" "${cli}" serve --stdio --backend ${backend}`], {
-        encoding: 'utf8', timeout: 120_000, cwd: `${root}examples/python`,
+        encoding: 'utf8', timeout: 120_000, cwd: `${root}examples/python`, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
       });
       expect(run.status, `${backend}: ${run.stderr}`).toBe(0);
       const summary = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, number | string>;
