@@ -1,5 +1,5 @@
 import {
-  Bool, Field, FixedSizeList, Float32, Float64, makeData, makeVector, Table, tableFromIPC, tableToIPC, Type, Utf8, vectorFromArray,
+  Bool, Dictionary, Field, FixedSizeList, Float32, Float64, Int32, makeData, makeVector, Table, tableFromIPC, tableToIPC, Type, Utf8, vectorFromArray,
   type Data, type Vector,
 } from 'apache-arrow';
 import { ForestError } from './errors.js';
@@ -55,10 +55,20 @@ function columnOf(vector: Vector, name: string, source: string): NdArray {
       }
       return { kind: 'numeric', dtype: 'bool', shape: [n], data: out };
     }
-    case Type.Utf8:
-    case Type.LargeUtf8:
     case Type.Dictionary: {
-      if (type.typeId === Type.Dictionary && !isStringType((type as unknown as { dictionary: { typeId: Type } }).dictionary.typeId)) fail(`is a dictionary of ${String(type)}, expected strings`);
+      if (!isStringType((type as unknown as { dictionary: { typeId: Type } }).dictionary.typeId)) fail(`is a dictionary of ${String(type)}, expected strings`);
+      // Per-row ids are usually dictionary-encoded: decode each distinct string once.
+      const data = new Array<string>(n);
+      let at = 0;
+      for (const d of vector.data) {
+        const words = [...(d.dictionary as Vector)].map(String);
+        const indices = d.values as NumericArray;
+        for (let i = 0; i < d.length; i++) data[at++] = words[Number(indices[i])];
+      }
+      return { kind: 'string', dtype: String(type), shape: [n], data };
+    }
+    case Type.Utf8:
+    case Type.LargeUtf8: {
       const data = new Array<string>(n);
       let at = 0;
       for (const value of vector) data[at++] = String(value);
@@ -114,8 +124,6 @@ function concatValues(parts: { data: Data; length: number }[]): NumericArray {
 export function forestToArrowTable(forest: PackedForest): Table {
   const cols = ndArraysOfForest(forest);
   const n = forest.nodeCount;
-  const ids = new Array<string>(n);
-  for (let row = 0; row < n; row++) ids[row] = forest.treeIds[forest.nodeTree[row]];
   const bits = new Uint8Array((n + 7) >> 3);
   for (let row = 0; row < n; row++) if (forest.terminal[row]) bits[row >> 3] |= 1 << (row & 7);
   const f32 = forest.embedding instanceof Float32Array;
@@ -127,7 +135,7 @@ export function forestToArrowTable(forest: PackedForest): Table {
   });
   return new Table({
     tree: makeVector(new Int32Array(forest.nodeTree)),
-    tree_id: vectorFromArray(ids, new Utf8()),
+    tree_id: makeVector(makeData({ type: new Dictionary(new Utf8(), new Int32()), length: n, nullCount: 0, data: new Int32Array(forest.nodeTree), dictionary: vectorFromArray([...forest.treeIds], new Utf8()) })),
     parent: makeVector(cols.get('parent')!.data as Int32Array),
     reward: makeVector(forest.reward),
     visits: makeVector(forest.visits),
