@@ -34,7 +34,7 @@ const SHAPES: Shape[] = quick
   : [{ id: 'w1', label: 'W1: 4096 trees × 85 nodes, dim 128', trees: 4096, branching: 4, depth: 3, dim: 128 },
     { id: 'wide', label: 'wide: 1024 trees × 21 nodes, dim 4096', trees: 1024, branching: 4, depth: 2, dim: 4096 }];
 const SAMPLES = quick ? 1 : 5;
-const JSON_SAMPLES = quick ? 1 : 2;
+const JSON_SAMPLES = 1; // JSON paths take minutes per sample on W1-sized data
 
 const PATH_LABELS: Record<string, string> = {
   'json-stdio': '(a) JSON over serve --stdio (add-tree, 64 trees per request)',
@@ -66,14 +66,14 @@ for (const shape of SHAPES) {
     const run = spawnSync('python3', [join(root, 'bench/io_driver.py'), '--trees', String(shape.trees), '--branching', String(shape.branching), '--depth', String(shape.depth),
       '--dim', String(shape.dim), '--cli', cli, '--dir', dir, '--samples', String(SAMPLES), '--json-samples', String(JSON_SAMPLES)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
     if (run.status !== 0) throw new Error(`bench/io_driver.py failed (exit ${run.status})`);
-    const driver = JSON.parse(run.stdout) as { paths: Record<string, { seconds?: number[]; samePlan?: boolean; skipped?: string }>; [k: string]: unknown };
+    const driver = JSON.parse(run.stdout) as { paths: Record<string, { seconds?: number[]; samePlan?: boolean; skipped?: string }>; embeddingBytes: number; [k: string]: unknown };
     const inProcess = inProcessSeconds(join(dir, 'in-process.npz'));
     const base = median(inProcess);
     process.stderr.write(`  in-process   ${inProcess.map((s) => s.toFixed(3)).join(' ')}\n`);
     const paths = Object.entries(driver.paths).map(([id, p]) => (p.seconds
       ? { id, label: PATH_LABELS[id] ?? id, seconds: p.seconds, medianSeconds: median(p.seconds), ratioToInProcess: median(p.seconds) / base, samePlan: p.samePlan }
       : { id, label: PATH_LABELS[id] ?? id, skipped: p.skipped }));
-    const { paths: _, ...about } = driver;
+    const { paths: _paths, ...about } = driver;
     workloads.push({ ...shape, ...about, inProcess: { seconds: inProcess, medianSeconds: base }, paths });
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -92,7 +92,7 @@ function report(r: typeof result): string {
     `**Run:** ${r.date.slice(0, 16).replace('T', ' ')} UTC, ${Math.round(r.wallSeconds)} s. **Machine:** ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; ` +
       `other processes used ${Math.round((m.otherCpuShare ?? 0) * 100)} % of the machine's CPU during the run${m.shared ? ' (shared machine: absolute times are inflated, ratios less so)' : ''}; load average ${m.loadStart} → ${m.loadEnd}.`,
     '',
-    'Each figure: the median of the samples listed, in seconds, from numpy arrays in a Python process to the plan back in that process; the service is started and warmed up (one untimed round) before the clock, as a sidecar is across training steps; the CLI paths include starting the CLI. ' +
+    'Each figure: the median of the samples listed, in seconds, from numpy arrays in a Python process to the plan back in that process; the service is started and warmed up (an untimed round on 64 trees) before the clock, as a sidecar is across training steps; the CLI paths include starting the CLI. ' +
       '"÷ in-process": the path\'s time over in-process score + allocate (CPU, float64 reference, per-tree budget 16) of the same forest, timed in the same run. Every plan equals the binary path\'s.',
     '',
   ];
