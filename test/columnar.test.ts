@@ -167,6 +167,18 @@ for name, save in (("plain", np.savez), ("zipped", np.savez_compressed)):
     expect(() => packNdArrays(shuffled, 's')).toThrow('rows must be in tree order');
   });
 
+  it('convert refuses an unknown output format or a bad input with exit 2 and writes nothing', () => {
+    writeFileSync(join(dir, 'bad.jsonl'), '{"id":"a","nodes":[{"visits":1.5}]}\n');
+    const bad = runCli(['convert', join(dir, 'bad.jsonl'), join(dir, 'bad.npz')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('tree "a" (#0), node 0, field "visits"');
+    expect(() => readFileSync(join(dir, 'bad.npz'))).toThrow();
+    const unknown = runCli(['convert', join(dir, 'bad.jsonl'), join(dir, 'out.bin')]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('--format');
+    expect(runCli(['convert', '--help']).stdout).toContain('usage: trace-alloc convert IN OUT');
+  });
+
   it('keeps JSON parsing as it was for text', () => {
     expect(parseForest('{"trees":[{"nodes":[{}]}]}').treeCount).toBe(1);
   });
