@@ -11,7 +11,8 @@ export { DEFAULT_PARAMS, CONTRAST_EPSILON, resolveParams, type ScoreParams, type
 export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch, type CpuScorerOptions } from './score/cpu.js';
 export { PARALLEL_MIN_COST, scoringCost, defaultThreads } from './score/threads.js';
 export { createScorer, type Backend, type CreateScorerOptions } from './score/select.js';
-export { parseForest, loadForestFile, parseJsonLenient, type ForestFormat } from './forest/load.js';
+export { parseForest, loadForestFile, parseJsonLenient, parseColumnarForest, sniffColumnar, type ForestFormat, type ColumnarFormat } from './forest/load.js';
+export { writeForestFile, forestBytes } from './forest/write.js';
 export { allocate, type Allocation } from './allocate/allocate.js';
 export { resolveAllocateOptions, DEFAULT_BUDGET, type AllocateOptions, type ResolvedAllocateOptions } from './allocate/options.js';
 export { planToJson, NonFiniteOutputError, type PlanJson, type TreePlan, type NodeAllocation, type NodeScore, type GroupScore } from './allocate/plan.js';

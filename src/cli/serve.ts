@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
-import { BoundedLineReader } from './lines.js';
+import { FrameReader } from './lines.js';
 import { maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP } from './help.js';
 
@@ -15,7 +15,8 @@ export const SERVE_COMMAND = defineCommand({
   operands: '--stdio',
   summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
-stats, set-params). Errors are responses ({"ok": false, "error": {"code", "message"}}), never
+stats, set-params, and add-columns: a columnar batch as raw bytes after its header line).
+Errors are responses ({"ok": false, "error": {"code", "message"}}), never
 an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
 Protocol: docs/PROTOCOL.md.`,
@@ -56,7 +57,7 @@ export async function runServe(argv: string[]): Promise<number> {
   });
 
   let closed = false;
-  const lines = new BoundedLineReader(process.stdin, maxBytes);
+  const lines = new FrameReader(process.stdin, maxBytes);
   // The client went away (EPIPE and the like): stop quietly, as at end of input.
   process.stdout.on('error', () => { closed = true; lines.stop(); });
   // SIGTERM/SIGINT: answer the request in flight, then end with 0; a second signal ends at once.
@@ -70,14 +71,16 @@ export async function runServe(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     for (;;) {
-      const event = await lines.next();
+      const event = await lines.nextLine();
       if (event === undefined || closed) break;
       let out: string | undefined;
       if (event.kind === 'oversized') {
         out = JSON.stringify({ id: null, ok: false, error: { code: 'request_too_large', message: `the request line is ${event.bytes} bytes, more than --max-request-bytes (${maxBytes}); it was skipped unread` } });
       } else {
         try {
-          out = await session.handleLine(event.text);
+          // A binary batch (add-columns) is its header line plus exactly the bytes it announces.
+          const frame = session.binaryFrame(event.text);
+          out = frame ? await frame.complete(await lines.readBytes(frame.bytes)) : await session.handleLine(event.text);
         } catch (err) {
           // handleLine maps every error to a response; this is a last guard so the forest survives.
           out = JSON.stringify({ id: null, ok: false, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } });
