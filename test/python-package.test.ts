@@ -26,7 +26,8 @@ describe('the Python package (python/, pytest)', () => {
     expect(install.status, install.stdout + install.stderr).toBe(0);
     const env = { ...process.env, PYTHONPATH: target, PYTHONDONTWRITEBYTECODE: '1', TRACE_ALLOC_BIN: CLI };
     // The installed package, not the source tree: run from the temp folder with only `target` on the path.
-    const run = spawnSync('python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', '--rootdir', work, join(source, 'tests')], {
+    // --basetemp: pytest's tmp_path folders stay inside this test's own temp folder.
+    const run = spawnSync('python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', '--rootdir', work, '--basetemp', join(work, 'pytest-tmp'), join(source, 'tests')], {
       encoding: 'utf8', timeout: 300_000, cwd: work, env,
     });
     const summary = run.stdout.trim().split('\n').pop() ?? '';

@@ -47,6 +47,8 @@ class TreePlan:
 class Params:
     alpha: float
     tau: float
+    #: "v2" (the default rule) or "v1"; None from a service too old to say.
+    rule: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ class Plan:
     @classmethod
     def from_json(cls, plan: Mapping[str, Any]) -> "Plan":
         return cls(
-            params=Params(float(plan["params"]["alpha"]), float(plan["params"]["tau"])),
+            params=Params(float(plan["params"]["alpha"]), float(plan["params"]["tau"]), plan["params"].get("rule")),
             trees=tuple(_tree(t) for t in plan["trees"]),
             replanned=tuple(plan.get("replanned", ())),
             total_budget=plan.get("totalBudget"),
