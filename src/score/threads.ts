@@ -15,9 +15,11 @@ export function defaultThreads(): number {
 /**
  * Below this much estimated work (`scoringCost`) a forest is scored on the calling thread
  * alone: handing groups to the workers and waiting for their replies costs more than it saves.
- * Measured with `npx tsx bench/threads-crossover.ts` on the project's 2-core machine (see
- * docs/BENCHMARKS.md): two threads break even between 2e5 and 1e6 units (about 0.5–2 ms of
- * single-thread scoring); the constant sits at the upper end so that small calls never lose.
+ * Measured with `npx tsx bench/threads-crossover.ts` on the project's 2-core machine (table in
+ * docs/BENCHMARKS.md): the CPU time two threads spend per call, over one thread's, falls from
+ * 1.7–2.7× below 1.2e5 units to 1.06× at 9.5e5 and 1.03–1.08× above; from about 1e6 units
+ * (≈ 3 ms of single-thread scoring) the split adds only a few percent of work, so it pays
+ * wherever a second core is free.
  */
 export const PARALLEL_MIN_COST = 1_000_000;
 
