@@ -17,7 +17,7 @@ export interface PreparedChunk {
  * chunk cap) and kept with it: repeated GPU calls on a forest (the benchmark, re-scoring
  * with new α/τ) then only upload. A PackedForest is not changed after packing, so the cache
  * stays valid; it goes with the forest (WeakMap). Costs one device-ready copy of the forest's
- * inputs in host memory for the forest's lifetime (W1: about 190 MiB). (It must be an
+ * inputs in host memory for the forest's lifetime (W1: about 175 MiB). (It must be an
  * ordinary ArrayBuffer in any case: Dawn's `writeBuffer`
  * crashes on SharedArrayBuffer views, and packed forests live in shared memory.)
  */
