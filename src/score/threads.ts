@@ -100,7 +100,12 @@ function workerScript(): { script: URL | string; eval: boolean } {
   const js = new URL('./cpu-worker.js', import.meta.url);
   if (existsSync(fileURLToPath(js))) return { script: js, eval: false };
   const ts = fileURLToPath(new URL('./cpu-worker.ts', import.meta.url));
-  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
+  let tsx: string;
+  try {
+    tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
+  } catch {
+    throw new Error(`CPU worker threads need ${fileURLToPath(js)} (npm run build) or the tsx package to load ${ts}; or score with threads: 1`);
+  }
   return { script: `require(${JSON.stringify(tsx)}).register();\nrequire(${JSON.stringify(ts)});`, eval: true };
 }
 
