@@ -141,7 +141,8 @@ export class CpuWorkerPool {
   /**
    * Scores `forest` into `out` (whose arrays must be over SharedArrayBuffer) on the workers and
    * on the calling thread (`scoreHere(g0, g1)`), chunk by chunk from one shared queue; resolves
-   * when every chunk is done.
+   * when every chunk is done. A worker still starting up when the queue runs dry is not waited
+   * for (it finds the queue empty), so the first call never pays the workers' start-up alone.
    */
   async score(forest: PackedForest, params: ScoreParams, out: Scores, scoreHere: (groupStart: number, groupEnd: number) => void, total?: number): Promise<void> {
     if (this.destroyed) throw new Error('this CpuScorer was destroyed');
@@ -150,16 +151,19 @@ export class CpuWorkerPool {
     const next = new Int32Array(new SharedArrayBuffer(4));
     const id = this.nextId++;
     const job: ScoreJob = { id, forest: shareForest(forest), params, out: outputFields(out), bounds, next };
-    const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: workers.length, resolve, reject }));
-    for (const w of workers) { w.ref(); w.postMessage(job); }
     const chunks = bounds.length - 1;
+    const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: chunks, resolve, reject }));
+    for (const w of workers) { w.ref(); w.postMessage(job); }
+    let here = 0;
     try {
-      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1)) scoreHere(bounds[c], bounds[c + 1]);
+      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1), here++) scoreHere(bounds[c], bounds[c + 1]);
     } catch (err) {
-      Atomics.store(next, 0, chunks); // let the workers stop early
-      await done.catch(() => {});
+      Atomics.store(next, 0, chunks); // let the workers stop early; their late replies are ignored
+      this.pending.delete(id);
+      if (this.pending.size === 0) for (const w of workers) w.unref();
       throw err;
     }
+    this.complete(id, here);
     try {
       await done;
     } finally {
@@ -196,8 +200,16 @@ export class CpuWorkerPool {
       return;
     }
     this.chunksOnWorkers += reply.chunks;
-    if (--p.remaining === 0) {
-      this.pending.delete(reply.id);
+    this.complete(reply.id, reply.chunks);
+  }
+
+  /** `n` more chunks of call `id` are scored; the call is done when all of them are. */
+  private complete(id: number, n: number): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    p.remaining -= n;
+    if (p.remaining === 0) {
+      this.pending.delete(id);
       p.resolve();
     }
   }
