@@ -2,6 +2,7 @@
  * Measurements behind the kernel mapping and the demo ratio quoted in docs/GPU.md.
  *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/gpu-measure.ts mapping   # kernels × workgroup sizes × group sizes
  *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/gpu-measure.ts demo      # demo workload, gpu vs cpu in one run
+ *   XDG_RUNTIME_DIR=/tmp/xdg npx tsx bench/gpu-measure.ts w1        # W1, the same (upload share of the GPU call)
  * On a CPU-emulated adapter (lavapipe) only ratios within one run mean anything.
  */
 import type { PackedForest } from '../src/forest/packed.js';
@@ -60,10 +61,9 @@ async function mapping(): Promise<void> {
   }
 }
 
-async function demo(): Promise<void> {
-  const forest = generateForest({ trees: 4096, dim: 64, seed: 1 });
+async function ratioToCpu(name: string, forest: PackedForest): Promise<void> {
   const scorer = await GpuScorer.create({});
-  console.log(`adapter: ${scorer.context.adapterName}; demo workload: ${forest.treeCount} trees, ${forest.nodeCount} nodes, ${forest.groupCount} groups, dim ${forest.dim}`);
+  console.log(`adapter: ${scorer.context.adapterName}; ${name} workload: ${forest.treeCount} trees, ${forest.nodeCount} nodes, ${forest.groupCount} groups, dim ${forest.dim}`);
   await scorer.score(forest); // compile and warm the pool
   scoreCpu(forest);
   const gpu: number[] = [], cpu: number[] = [], kernels: number[] = [], upload: number[] = [], floor: number[] = [];
@@ -79,12 +79,13 @@ async function demo(): Promise<void> {
     floor.push((await scorer.measureTransferFloor(forest)).total);
   }
   const g = median(gpu), c = median(cpu);
-  console.log(`gpu score() median ${fmt(g)} ms (kernels ${fmt(median(kernels))}, upload ${fmt(median(upload))}, transfer floor ${fmt(median(floor))}); cpu scoreCpu median ${fmt(c)} ms`);
+  console.log(`gpu score() median ${fmt(g)} ms (kernels ${fmt(median(kernels))}, upload ${fmt(median(upload))} = ${((100 * median(upload)) / g).toFixed(0)} %, transfer floor ${fmt(median(floor))}); cpu scoreCpu median ${fmt(c)} ms; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}`);
   console.log(`ratio gpu/cpu = ${(g / c).toFixed(2)} (runs gpu: ${gpu.map(fmt).join(', ')}; cpu: ${cpu.map(fmt).join(', ')})`);
   scorer.destroy();
 }
 
 const what = process.argv[2] ?? 'demo';
 if (what === 'mapping') await mapping();
-else if (what === 'demo') await demo();
-else throw new Error(`unknown measurement ${what}: use mapping or demo`);
+else if (what === 'demo') await ratioToCpu('demo', generateForest({ trees: 4096, dim: 64, seed: 1 }));
+else if (what === 'w1') await ratioToCpu('W1', generateRegularForest({ trees: 4096, branching: 4, depth: 3, dim: 128, seed: 1 }));
+else throw new Error(`unknown measurement ${what}: use mapping, demo or w1`);

@@ -6,6 +6,7 @@ import type { CaseResult, Summary } from 'benny/lib/internal/common-types.js';
 import { allocate } from '../src/allocate/allocate.js';
 import type { PackedForest } from '../src/forest/packed.js';
 import { CpuScorer } from '../src/score/cpu.js';
+import { chooseAutoBackend } from '../src/score/select.js';
 import { defaultThreads } from '../src/score/threads.js';
 import { DEFAULT_PARAMS } from '../src/score/types.js';
 import { formatNumber, markdownTable } from '../report/svg.js';
@@ -223,7 +224,8 @@ async function main(): Promise<void> {
   const gpu = opened.bench;
   const adapter = opened.adapter;
   const gpuNote = adapter.available ? '' : `no WebGPU adapter (${adapter.reason})`;
-  const auto = autoChoiceOf(adapter);
+  // With --no-gpu no adapter was requested: ask auto's own rule (one adapter request, as with the GPU paths).
+  const auto = flags.gpu ? autoChoiceOf(adapter) : await chooseAuto();
   console.log(`backend auto on this machine: ${auto.backend} (${auto.why})`);
   let tfjsNote = 'disabled with --no-peers';
   let tfjs = false;
@@ -298,6 +300,11 @@ async function main(): Promise<void> {
   if (headline) console.log(`\n${headline}`);
   console.log(`wrote ${file}`);
   for (const p of written) console.log(`wrote ${p}`);
+}
+
+async function chooseAuto(): Promise<{ backend: 'cpu' | 'gpu'; why: string }> {
+  const c = await chooseAutoBackend();
+  return c.backend === 'gpu' ? { backend: 'gpu', why: `a hardware adapter, ${c.name}` } : { backend: 'cpu', why: c.why };
 }
 
 const PATHS_PRINTED: PathId[] = ['cpu', 'cpu-threads', 'mem-floor', 'gpu', 'gpu-kernels', 'floor', 'naive', 'tfjs', 'numpy'];

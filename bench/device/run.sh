@@ -52,10 +52,13 @@ if [ -n "$icd" ]; then
   say "NVIDIA libraries seen: $(for d in $lib_dirs; do ls "$d"/libGLX_nvidia.so.0 "$d"/libnvidia-vulkan* "$d"/libnvidia-glcore.so* 2>/dev/null; done | tr '\n' ' ')"
 else
   icd=$(find_icd 'lvp_icd*.json')
-  [ -n "$icd" ] || { say "no NVIDIA Vulkan driver and no lavapipe found (searched $icd_dirs)"; exit 1; }
-  say "NO NVIDIA Vulkan driver found (searched $icd_dirs): using lavapipe ($icd), CPU-EMULATED — GPU figures are ratios to the CPU path only"
+  if [ -n "$icd" ]; then
+    say "NO NVIDIA Vulkan driver found (searched $icd_dirs): using lavapipe ($icd), CPU-EMULATED — GPU figures are ratios to the CPU path only"
+  else
+    say "NO Vulkan driver found at all (searched $icd_dirs): the GPU paths will be skipped; the CPU paths still run"
+  fi
 fi
-export VK_ICD_FILENAMES=$icd VK_DRIVER_FILES=$icd
+[ -n "$icd" ] && export VK_ICD_FILENAMES=$icd VK_DRIVER_FILES=$icd
 [ -n "$libpath" ] && export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export XDG_RUNTIME_DIR=$work/xdg
 mkdir -m 700 -p "$XDG_RUNTIME_DIR"

@@ -127,7 +127,6 @@ export class GpuContext {
     return p;
   }
 
-  private scratch = new ArrayBuffer(0);
   private readonly idleQuerySets: GPUQuerySet[] = [];
   /** Timestamp query sets ever created: one per call in flight at most, then reused. */
   querySetsCreated = 0;
@@ -144,15 +143,6 @@ export class GpuContext {
   releaseQuerySet(q: GPUQuerySet): void {
     if (this.destroyed) q.destroy();
     else this.idleQuerySets.push(q);
-  }
-
-  /**
-   * A host buffer of at least `bytes`, reused across calls for packing uploads (valid until
-   * the next call; `queue.writeBuffer` copies it before returning).
-   */
-  hostScratch(bytes: number): ArrayBuffer {
-    if (this.scratch.byteLength < bytes) this.scratch = new ArrayBuffer(bytes);
-    return this.scratch;
   }
 
   workgroupSize(kernel: KernelName): number {
@@ -222,7 +212,6 @@ export class GpuContext {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    this.scratch = new ArrayBuffer(0);
     for (const q of this.idleQuerySets.splice(0)) q.destroy();
     this.pool.trim();
     this.device.destroy();

@@ -8,6 +8,7 @@ import {
   buildWork, chunkSizes, embBytesPerSlot, embStride, FEAT_BYTES, FEAT_FLOATS, packEmbeddingRange, packFeatureRange, planChunks,
   resolveRoute, writeF32Row, writeGroupFeatures, writeHalfRow, type Chunk, type FeatureColumns, type Route,
 } from './layout.js';
+import { prepareForest, wholeChunkWork, type PreparedChunk } from './prepared.js';
 
 export interface ResidentOptions {
   /** Store embeddings as f16 (needs `shader-f16`); accumulation stays f32. Default false. */
@@ -81,6 +82,7 @@ export class ResidentForest {
     private readonly route: Route,
     private readonly states: ChunkState[],
     readonly uploadMs: number,
+    private readonly maxChunkBytes: number,
   ) {
     this.groupChunk = new Int32Array(forest.groupCount);
     for (const s of states) this.groupChunk.fill(s.chunk.index, s.chunk.groupStart, s.chunk.groupEnd);
@@ -94,11 +96,11 @@ export class ResidentForest {
     const f16 = checkF16(ctx, options.f16);
     const t0 = performance.now();
     const route = resolveRoute(options.route ?? 'auto', ctx.cpuEmulated);
-    const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), route);
+    const chunks = prepareForest(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), route);
     const states: ChunkState[] = [];
     try {
       for (const chunk of chunks) {
-        const { state, checked } = uploadChunk(ctx, forest, chunk, f16);
+        const { state, checked } = uploadChunk(ctx, forest.dim, chunk, f16);
         if (state) states.push(state);
         await checked;
       }
@@ -106,7 +108,7 @@ export class ResidentForest {
       if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
       throw err;
     }
-    return new ResidentForest(ctx, forest, f16, route, states, performance.now() - t0);
+    return new ResidentForest(ctx, forest, f16, route, states, performance.now() - t0, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
   }
 
   get chunkCount(): number {
@@ -259,7 +261,8 @@ export class ResidentForest {
     const t0 = performance.now();
     const resolved = checkGpuParams(resolveParams(params));
     const pipes = await loadPipelines(this.ctx, this.f16);
-    const pending = this.states.map((s) => submitWholeChunk(this.ctx, pipes, this.forest, s, resolved, this.route));
+    const prepared = prepareForest(this.forest, this.f16, this.maxChunkBytes, this.route);
+    const pending = this.states.map((s) => submitWholeChunk(this.ctx, pipes, this.forest, prepared[s.chunk.index], s, resolved, this.route));
     const submittedAt = performance.now();
     const outputs = await Promise.all(pending);
     const scores = emptyScores(this.forest, resolved);
@@ -301,7 +304,7 @@ export async function scoreStreaming(
   const t0 = performance.now();
   const route = resolveRoute(options.route ?? 'auto', ctx.cpuEmulated);
   const pipes = await loadPipelines(ctx, f16);
-  return streamChunks(ctx, forest, f16, options, (state) => submitWholeChunk(ctx, pipes, forest, state, params, route), (chunks, outputs, upload, submittedAt) => {
+  return streamChunks(ctx, forest, f16, options, (prepared, state) => submitWholeChunk(ctx, pipes, forest, prepared, state, params, route), (chunks, outputs, upload, submittedAt) => {
     const scores = emptyScores(forest, params);
     let finite = true;
     chunks.forEach((c, i) => (finite = scatterChunk(forest, c, outputs[i], scores) && finite));
@@ -314,7 +317,7 @@ export async function scoreStreaming(
 export async function transferFloor(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<GpuTimings> {
   const f16 = checkF16(ctx, options.f16);
   const t0 = performance.now();
-  return streamChunks(ctx, forest, f16, options, (state) => {
+  return streamChunks(ctx, forest, f16, options, (_prepared, state) => {
     const { chunk } = state;
     const sizes = chunkSizes(forest.dim, f16, chunk.slotEnd - chunk.slotStart, chunk.groupEnd - chunk.groupStart);
     return submitTransferOnly(ctx, sizes.out + sizes.outI);
@@ -333,23 +336,26 @@ export async function transferFloor(ctx: GpuContext, forest: PackedForest, optio
  */
 async function streamChunks<T, R>(
   ctx: GpuContext, forest: PackedForest, f16: boolean, options: ResidentOptions,
-  submit: (state: ChunkState) => Promise<T>,
+  submit: (prepared: PreparedChunk, state: ChunkState) => Promise<T>,
   finish: (chunks: Chunk[], outputs: T[], upload: number, submittedAt: number) => R,
 ): Promise<R> {
-  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), resolveRoute(options.route ?? 'auto', ctx.cpuEmulated));
+  // The device layout is built on the first call on this forest and reused after (prepared.ts).
+  const u0 = performance.now();
+  const prepared = prepareForest(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), resolveRoute(options.route ?? 'auto', ctx.cpuEmulated));
+  const chunks = prepared.map((p) => p.chunk);
   const states: ChunkState[] = [];
   const pending: Promise<T>[] = [];
   const checks: Promise<unknown>[] = [];
-  let upload = 0;
+  let upload = performance.now() - u0;
   try {
-    for (const chunk of chunks) {
-      const u0 = performance.now();
-      const { state, checked } = uploadChunk(ctx, forest, chunk, f16);
+    for (const p of prepared) {
+      const u1 = performance.now();
+      const { state, checked } = uploadChunk(ctx, forest.dim, p, f16);
       checks.push(checked);
       if (!state) await checked;
       states.push(state!);
-      upload += performance.now() - u0;
-      pending.push(submit(state!));
+      upload += performance.now() - u1;
+      pending.push(submit(p, state!));
     }
     const submittedAt = performance.now();
     await Promise.all(checks);
@@ -361,22 +367,19 @@ async function streamChunks<T, R>(
   }
 }
 
-function submitWholeChunk(ctx: GpuContext, pipes: Awaited<ReturnType<typeof loadPipelines>>, forest: PackedForest, s: ChunkState, params: ScoreParams, route: Route): Promise<ChunkOutputs> {
-  const groups = new Int32Array(s.chunk.groupEnd - s.chunk.groupStart);
-  for (let i = 0; i < groups.length; i++) groups[i] = s.chunk.groupStart + i;
-  const { lists, outSlots } = buildWork(forest, s.chunk, groups, route);
+function submitWholeChunk(ctx: GpuContext, pipes: Awaited<ReturnType<typeof loadPipelines>>, forest: PackedForest, p: PreparedChunk, s: ChunkState, params: ScoreParams, route: Route): Promise<ChunkOutputs> {
+  const { lists, outSlots } = wholeChunkWork(forest, p, route);
   return submitChunk(ctx, pipes, s, forest.dim, lists, outSlots, params);
 }
 
-/** Allocates and fills one chunk's input buffers; the promise reports WebGPU errors of the upload. */
-function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: boolean): { state: ChunkState | undefined; checked: Promise<unknown> } {
+/** Allocates one chunk's input buffers and uploads its prepared layout; the promise reports WebGPU errors of the upload. */
+function uploadChunk(ctx: GpuContext, dim: number, p: PreparedChunk, f16: boolean): { state: ChunkState | undefined; checked: Promise<unknown> } {
   ctx.checkAlive();
-  // Packed first: a group outside the f32 range throws here, before any buffer is taken.
-  const features = packFeatureRange(forest, chunk.slotStart, chunk.slotEnd);
+  const { chunk, features, embedding: e } = p;
   let state: ChunkState | undefined;
   const checked = ctx.guard('uploading a chunk', () => {
     const slots = chunk.slotEnd - chunk.slotStart;
-    const sizes = chunkSizes(forest.dim, f16, slots, chunk.groupEnd - chunk.groupStart);
+    const sizes = chunkSizes(dim, f16, slots, chunk.groupEnd - chunk.groupStart);
     const S = GPUBufferUsage;
     const featBytes = Math.max(FEAT_BYTES, sizes.feat);
     const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat');
@@ -384,7 +387,6 @@ function uploadChunk(ctx: GpuContext, forest: PackedForest, chunk: Chunk, f16: b
     state = { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
     const q = ctx.device.queue;
     q.writeBuffer(feat, 0, features);
-    const e = packEmbeddingRange(forest, chunk.slotStart, chunk.slotEnd, f16, (bytes) => ctx.hostScratch(bytes));
     q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));
   });
   checked.catch(() => {}); // awaited by the caller

@@ -15,9 +15,11 @@ export function defaultThreads(): number {
 /**
  * Below this much estimated work (`scoringCost`) a forest is scored on the calling thread
  * alone: handing groups to the workers and waiting for their replies costs more than it saves.
- * Measured with `npx tsx bench/threads-crossover.ts` on the project's 2-core machine (see
- * docs/BENCHMARKS.md): two threads break even between 2e5 and 1e6 units (about 0.5–2 ms of
- * single-thread scoring); the constant sits at the upper end so that small calls never lose.
+ * Measured with `npx tsx bench/threads-crossover.ts` on the project's 2-core machine (table in
+ * docs/BENCHMARKS.md): the CPU time two threads spend per call, over one thread's, falls from
+ * 1.7–2.7× below 1.2e5 units to 1.06× at 9.5e5 and 1.03–1.08× above; from about 1e6 units
+ * (≈ 3 ms of single-thread scoring) the split adds only a few percent of work, so it pays
+ * wherever a second core is free.
  */
 export const PARALLEL_MIN_COST = 1_000_000;
 
@@ -98,7 +100,12 @@ function workerScript(): { script: URL | string; eval: boolean } {
   const js = new URL('./cpu-worker.js', import.meta.url);
   if (existsSync(fileURLToPath(js))) return { script: js, eval: false };
   const ts = fileURLToPath(new URL('./cpu-worker.ts', import.meta.url));
-  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
+  let tsx: string;
+  try {
+    tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
+  } catch {
+    throw new Error(`CPU worker threads need ${fileURLToPath(js)} (npm run build) or the tsx package to load ${ts}; or score with threads: 1`);
+  }
   return { script: `require(${JSON.stringify(tsx)}).register();\nrequire(${JSON.stringify(ts)});`, eval: true };
 }
 
@@ -134,7 +141,8 @@ export class CpuWorkerPool {
   /**
    * Scores `forest` into `out` (whose arrays must be over SharedArrayBuffer) on the workers and
    * on the calling thread (`scoreHere(g0, g1)`), chunk by chunk from one shared queue; resolves
-   * when every chunk is done.
+   * when every chunk is done. A worker still starting up when the queue runs dry is not waited
+   * for (it finds the queue empty), so the first call never pays the workers' start-up alone.
    */
   async score(forest: PackedForest, params: ScoreParams, out: Scores, scoreHere: (groupStart: number, groupEnd: number) => void, total?: number): Promise<void> {
     if (this.destroyed) throw new Error('this CpuScorer was destroyed');
@@ -143,16 +151,19 @@ export class CpuWorkerPool {
     const next = new Int32Array(new SharedArrayBuffer(4));
     const id = this.nextId++;
     const job: ScoreJob = { id, forest: shareForest(forest), params, out: outputFields(out), bounds, next };
-    const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: workers.length, resolve, reject }));
-    for (const w of workers) { w.ref(); w.postMessage(job); }
     const chunks = bounds.length - 1;
+    const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: chunks, resolve, reject }));
+    for (const w of workers) { w.ref(); w.postMessage(job); }
+    let here = 0;
     try {
-      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1)) scoreHere(bounds[c], bounds[c + 1]);
+      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1), here++) scoreHere(bounds[c], bounds[c + 1]);
     } catch (err) {
-      Atomics.store(next, 0, chunks); // let the workers stop early
-      await done.catch(() => {});
+      Atomics.store(next, 0, chunks); // let the workers stop early; their late replies are ignored
+      this.pending.delete(id);
+      if (this.pending.size === 0) for (const w of workers) w.unref();
       throw err;
     }
+    this.complete(id, here);
     try {
       await done;
     } finally {
@@ -189,8 +200,16 @@ export class CpuWorkerPool {
       return;
     }
     this.chunksOnWorkers += reply.chunks;
-    if (--p.remaining === 0) {
-      this.pending.delete(reply.id);
+    this.complete(reply.id, reply.chunks);
+  }
+
+  /** `n` more chunks of call `id` are scored; the call is done when all of them are. */
+  private complete(id: number, n: number): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    p.remaining -= n;
+    if (p.remaining === 0) {
+      this.pending.delete(id);
       p.resolve();
     }
   }

@@ -8,7 +8,8 @@ export const HAS_SHARED_MEMORY = typeof SharedArrayBuffer === 'function';
  * A zeroed typed array over a SharedArrayBuffer where the runtime has one (else an ordinary
  * one). Packed forests are allocated this way so the CPU scorer's worker threads read them in
  * place: copying W1's 186 MiB into shared memory per call would cost half a single-threaded
- * scoring.
+ * scoring. Never hand such a view to WebGPU's `queue.writeBuffer`: Dawn (`webgpu` 0.6.2)
+ * crashes the process on it; copy into an ordinary ArrayBuffer first (src/gpu/prepared.ts).
  */
 export function sharedArray<T extends TypedArray>(Ctor: TypedArrayConstructor<T>, length: number): T {
   if (!HAS_SHARED_MEMORY) return new Ctor(length);
