@@ -18,7 +18,7 @@ if (!haveTorch && !required) {
 interface Step { tokens: number; loss: number; rollouts: number; nodes: number }
 interface Run {
   sampler: string; steps: Step[]; loss_finite: boolean; tokens_used: number; curve: Array<[number, number]>;
-  planned_branches?: number; launched?: number; forests_sent?: number; nodes_sent?: number[];
+  plans?: number; planned_branches?: number; launched?: number; forests_sent?: number; nodes_sent?: number[];
   last_forest_nodes?: number; service_stats?: { nodes: number; trees: number }; plan_budget_mismatches?: number;
   transport?: string; config: { tokens_per_step: number; steps: number; prompts_per_step: number; trace_rollouts_per_tree: number };
 }
@@ -47,13 +47,15 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a t
       // Every branch of every plan was started, and each plan placed the whole round budget
       // (a root is never terminal, so every tree stays live and nothing is left unallocated).
       expect(r.launched, r.sampler).toBe(r.planned_branches);
-      expect(r.planned_branches).toBe(r.forests_sent! * r.config.prompts_per_step * r.config.trace_rollouts_per_tree);
+      expect(r.planned_branches).toBe(r.plans! * r.config.prompts_per_step * r.config.trace_rollouts_per_tree);
       expect(r.plan_budget_mismatches).toBe(0);
-      expect(r.forests_sent!).toBeGreaterThanOrEqual(r.config.steps);
-      // The service's live forest is the trainer's last forest, node for node.
+      // More plans than steps: the incremental path (new nodes, changed fields) ran too.
+      expect(r.plans!).toBeGreaterThan(r.config.steps);
+      expect(r.forests_sent).toBe(r.plans! + 1);
+      // After the run the service's live forest is the trainer's last forest, node for node.
+      expect(r.nodes_sent!.at(-1)).toBe(r.last_forest_nodes);
       expect(r.service_stats!.nodes).toBe(r.last_forest_nodes);
       expect(r.service_stats!.trees).toBe(r.config.prompts_per_step);
-      expect(r.nodes_sent!.at(-1)).toBe(r.last_forest_nodes);
       expect(r.transport).toMatch(/binary|JSON/);
     }
     expect(readFileSync(join(out, 'curve.svg'), 'utf8')).toContain('<polyline');

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from model import next_token_logits, turn_embeddings
+from model import next_token
 from task import END, MAX_TURN_TOKENS, VOCAB, Prompt, prompt_tokens, step
 
 LOG_VOCAB = math.log(VOCAB)
@@ -44,7 +44,8 @@ class Forest:
         self.roots: list[int] = []
         for t, p in enumerate(prompts):
             seq = prompt_tokens(p.start, p.target)
-            self.roots.append(self._add(Node(t, -1, seq, (1, len(seq)), p.start, 0)))
+            # A root has no siblings, so its embedding never enters a contrast.
+            self.roots.append(self._add(Node(t, -1, seq, (1, len(seq)), p.start, 0, embedding=np.zeros(0))))
 
     def _add(self, node: Node) -> int:
         nid = len(self.nodes)
@@ -56,12 +57,13 @@ class Forest:
         self.tree_nodes[node.tree].append(nid)
         return nid
 
-    def add_turn(self, parent: int, turn: list[int], entropies: list[float]) -> int:
+    def add_turn(self, parent: int, turn: list[int], entropies: list[float], embedding: np.ndarray) -> int:
         p = self.nodes[parent]
         out = step(self.prompts[p.tree], p.value, p.calls, turn)
         start = len(p.seq)
         node = Node(p.tree, parent, p.seq + turn + out.response, (start, start + len(turn)), out.value,
-                    p.calls + (0 if out.done else 1), uncertainty=sum(entropies) / len(entropies) / LOG_VOCAB)
+                    p.calls + (0 if out.done else 1), uncertainty=sum(entropies) / len(entropies) / LOG_VOCAB,
+                    embedding=embedding)
         nid = self._add(node)
         if out.done:
             node.terminal = True
@@ -95,22 +97,13 @@ class Forest:
                 out[nid] = a
         return out
 
-    def embed_missing(self, model) -> None:
-        """Embeddings for the nodes that have none yet: mean last-layer hidden state over the turn."""
-        todo = [i for i, n in enumerate(self.nodes) if n.embedding is None]
-        for k in range(0, len(todo), 256):
-            chunk = todo[k: k + 256]
-            seqs = [self.nodes[i].seq[: self.nodes[i].span[1]] for i in chunk]
-            emb = turn_embeddings(model, seqs, [self.nodes[i].span for i in chunk]).double().numpy()
-            for i, e in zip(chunk, emb):
-                self.nodes[i].embedding = e
-
 
 @dataclass
 class _Active:
     node: int
     turn: list[int] = field(default_factory=list)
     entropies: list[float] = field(default_factory=list)
+    hidden: torch.Tensor | None = None  # sum of the decoding hidden states of the turn so far
 
 
 class Grower:
@@ -144,19 +137,20 @@ class Grower:
             if first:
                 began = take
                 first = False
-            logits = next_token_logits(self.model, [f.nodes[a.node].seq + a.turn for a in active])
+            logits, hidden = next_token(self.model, [f.nodes[a.node].seq + a.turn for a in active])
             logp = torch.log_softmax(logits.double(), dim=-1)
             entropy = -(logp.exp() * logp).sum(dim=-1)
             tokens = torch.multinomial(logp.exp(), 1, generator=self.generator).squeeze(1).tolist()
             self.used += take
             still = []
-            for a, tok, h in zip(active, tokens, entropy.tolist()):
+            for a, tok, h, e in zip(active, tokens, entropy.tolist(), hidden):
                 a.turn.append(tok)
                 a.entropies.append(h)
+                a.hidden = e if a.hidden is None else a.hidden + e
                 if tok != END and len(a.turn) < MAX_TURN_TOKENS:
                     still.append(a)
                     continue
-                nid = f.add_turn(a.node, a.turn, a.entropies)
+                nid = f.add_turn(a.node, a.turn, a.entropies, (a.hidden / len(a.turn)).double().numpy())
                 if f.nodes[nid].terminal:
                     self.finished += 1
                 else:

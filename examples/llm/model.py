@@ -56,19 +56,13 @@ def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr:
 
 
 @torch.no_grad()
-def next_token_logits(model: GPT2LMHeadModel, seqs: list[list[int]]) -> torch.Tensor:
-    """Logits of the next token after each sequence (B × V)."""
+def next_token(model: GPT2LMHeadModel, seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of the next token after each sequence (B × V) and the last-layer hidden state they
+    come from (B × hidden): the state the policy decodes that token from, free with the logits."""
     ids, lengths = pad_batch(seqs)
-    logits = model(input_ids=ids).logits
-    return logits[torch.arange(len(seqs)), lengths - 1]
-
-
-@torch.no_grad()
-def turn_embeddings(model: GPT2LMHeadModel, seqs: list[list[int]], spans: list[tuple[int, int]]) -> torch.Tensor:
-    """Mean last-layer hidden state over each sequence's span [start, end) (B × hidden)."""
-    ids, _ = pad_batch(seqs)
     hidden = model.transformer(input_ids=ids).last_hidden_state  # after the final layer norm
-    return torch.stack([hidden[i, a:b].mean(dim=0) for i, (a, b) in enumerate(spans)])
+    last = hidden[torch.arange(len(seqs)), lengths - 1]
+    return model.lm_head(last), last
 
 
 def turn_log_probs(model: GPT2LMHeadModel, seqs: list[list[int]], spans: list[tuple[int, int]]) -> torch.Tensor:

@@ -33,8 +33,8 @@ from charts import write_charts  # noqa: E402
 from stats import mean_interval, paired  # noqa: E402
 from train import SAMPLERS, Config, run_seed  # noqa: E402
 
-SMOKE = dict(steps=3, prompt_pool=8, prompts_per_step=4, tokens_per_step=128, pretrain_steps=40,
-             eval_every=3, eval_samples=2)
+SMOKE = dict(steps=3, prompt_pool=8, prompts_per_step=4, tokens_per_step=192, pretrain_steps=40,
+             eval_every=3, eval_samples=2, trace_rollouts_per_tree=2)
 
 
 def machine() -> dict:

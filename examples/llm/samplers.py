@@ -61,7 +61,7 @@ class UniformSampler:
                 break
 
 
-def pack(f: Forest, prefix: str = "p") -> dict:
+def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
     """The forest as the columnar arrays of the binary input (one row per node, trees in order)."""
     order = [v for nodes in f.tree_nodes for v in nodes]
     local = {}
@@ -77,7 +77,7 @@ def pack(f: Forest, prefix: str = "p") -> dict:
         "visits": np.array([x.visits for x in n], dtype=np.int64),
         "uncertainty": np.array([x.uncertainty for x in n], dtype=np.float64),
         "terminal": np.array([x.terminal for x in n], dtype=bool),
-        "embedding": np.stack([x.embedding for x in n]).astype(np.float32),
+        "embedding": np.stack([x.embedding if x.parent >= 0 else np.zeros(dim) for x in n]).astype(np.float32),
     }
 
 
@@ -133,12 +133,12 @@ class TraceSampler:
         self.name = "trace-learned" if learn else "trace"
         self.adam = AlphaTauAdam() if learn else None
         self.allocator_s = 0.0
-        self.embed_s = 0.0
         self.planned_branches = 0
         self.launched = 0
         self.rule = None
         self.params = None
         self.steps = 0
+        self.plans = 0
         self.plan_mismatches = 0  # rounds whose branches + unallocated differ from the budget asked for
 
     def grow(self, g: Grower, model) -> None:
@@ -147,17 +147,15 @@ class TraceSampler:
         self.steps += 1
         prefix = "s%d-p" % self.steps
         while g.remaining() > 0:
-            t0 = time.perf_counter()
-            f.embed_missing(model)
             t1 = time.perf_counter()
-            arrays = pack(f, prefix)
+            arrays = pack(f, model.config.n_embd, prefix)
             self.client.sync_forest(arrays["ids"], arrays["tree_offset"], arrays["parent"], arrays["reward"],
                                        arrays["visits"], arrays["uncertainty"], arrays["terminal"],
                                        arrays["embedding"])
             plan = self.client.plan(total_budget=self.per_tree * len(f.roots), min_per_tree=1, scores=self.learn)
             t2 = time.perf_counter()
-            self.embed_s += t1 - t0
             self.allocator_s += t2 - t1
+            self.plans += 1
             self.params = plan["params"]
             self.rule = plan.get("rule", plan["params"].get("rule"))
             total = self.per_tree * len(f.roots)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -14,7 +15,7 @@ import transformers
 from allocator_client import AllocatorClient
 from forest import Forest, Grower
 from model import build_model, pretrain, turn_log_probs
-from samplers import IndependentSampler, TraceSampler, UniformSampler
+from samplers import IndependentSampler, TraceSampler, UniformSampler, pack
 from task import Prompt, make_prompts
 
 SAMPLERS = ["independent", "uniform", "trace", "trace-learned"]
@@ -23,15 +24,15 @@ SAMPLERS = ["independent", "uniform", "trace", "trace-learned"]
 @dataclass
 class Config:
     seed: int = 0
-    steps: int = 40
+    steps: int = 30
     prompt_pool: int = 16  # distinct prompts of the seed (trained on and evaluated on)
     prompts_per_step: int = 8
     tokens_per_step: int = 512  # generated-token budget of one training step
-    pretrain_steps: int = 400
+    pretrain_steps: int = 300
     learning_rate: float = 3e-4
     eval_every: int = 5
     eval_samples: int = 8  # sampled episodes per prompt at each evaluation point
-    trace_rollouts_per_tree: int = 2
+    trace_rollouts_per_tree: int = 4
     layers: int = 2
     hidden: int = 64
 
@@ -111,11 +112,14 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model) -> 
                   "tokens_used": used_total, "step_s": step_s / cfg.steps, "steps": per_step,
                   "loss_finite": all(math.isfinite(s["loss"]) for s in per_step)}
         if isinstance(sampler, TraceSampler):
+            # One more sync, outside the timed steps: the service must hold the last forest exactly.
+            a = pack(forest, model.config.n_embd, "s%d-p" % sampler.steps)
+            client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
+                               a["terminal"], a["embedding"])
             result.update({
                 "allocator_s": sampler.allocator_s / cfg.steps,
-                "embed_s": sampler.embed_s / cfg.steps,
                 "allocator_share": sampler.allocator_s / step_s,
-                "planned_branches": sampler.planned_branches, "launched": sampler.launched,
+                "plans": sampler.plans, "planned_branches": sampler.planned_branches, "launched": sampler.launched,
                 "forests_sent": client.forests_sent, "nodes_sent": client.nodes_sent,
                 "last_forest_nodes": len(forest.nodes), "plan_budget_mismatches": sampler.plan_mismatches,
                 "startup_s": client.startup_s,
@@ -137,7 +141,10 @@ def run_seed(args: tuple[dict, list[str]]) -> list[dict]:
     prompts, model, info = seed_setup(cfg)
     out = []
     for name in samplers:
+        t0 = time.perf_counter()
         r = train(cfg, name, prompts, model)
+        print("seed %d %-13s final success %.3f (%.0f s)" % (cfg.seed, name, r["final_success"], time.perf_counter() - t0),
+              file=sys.stderr, flush=True)
         r.update(info)
         r["config"] = asdict(cfg)
         out.append(r)
