@@ -7,5 +7,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // A private TMPDIR for the run; fails it if a test leaves files there or in the working tree.
+    globalSetup: ['test/stray-writes.ts'],
   },
 });

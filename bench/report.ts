@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { barChart, formatNumber, lineChart, markdownTable, type BarGroup, type Series } from '../report/svg.js';
-import { GPU_PATHS, PATH_LABEL, PATHS, type BenchResults, type PathId, type WorkloadResult } from './results.js';
+import { GPU_PATHS, PATH_LABEL, PATHS, QUICK_FEW_SAMPLES, type BenchResults, type PathId, type WorkloadResult } from './results.js';
 import { ratio, type Figure } from './stats.js';
 
 /**
@@ -111,7 +111,7 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
   const others = m.otherCpuShare !== undefined ? `other processes used ${Math.round(m.otherCpuShare * 100)} % of the ${m.cores} cores' capacity` : `1-minute load average ${m.loadStart} at the start, ${m.loadEnd} at the end, on ${m.cores} cores`;
   if (m.shared) out.push('', `> The machine was shared with other jobs during this run (${others}): absolute times are noisy; ratios between paths timed back to back are the figures to read.`);
   else if (m.otherCpuShare !== undefined) out.push('', `Other processes used ${Math.round(m.otherCpuShare * 100)} % of the machine's CPU capacity during the run.`);
-  out.push('', `Every figure: mean of ≥ ${r.sampling.minSamples} samples (benny / Benchmark.js, max ${r.sampling.maxTime} s per case) ± the 95 % margin of error. Peers: ${r.peers.tfjs}; ${r.peers.numpy}.`);
+  out.push('', samplingSentence(r), '', `Peers: ${r.peers.tfjs}; ${r.peers.numpy}.`);
 
   const w1 = r.workloads.find((w) => w.sweeps.includes('w1'));
   if (w1?.figures.cpu) {
@@ -128,6 +128,7 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
         f.meanMs / cpu.meanMs,
         gpu ? gpu.meanMs / f.meanMs : '—',
         chk ? `${chk.ok ? 'ok' : 'FAILED'} (${formatNumber(chk.maxAbs)})` : p === 'cpu' ? 'reference' : '—',
+        f.samples,
       ];
     });
     if (gpu) {
@@ -135,27 +136,28 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
       const parts = [vs('cpu', 'the CPU reference'), vs('naive', 'nested-object JS'), vs('tfjs', 'TensorFlow.js wasm'), vs('numpy', 'numpy'), vs('floor', 'its own transfer floor (upload + readback, no compute)')].filter((x) => x);
       out.push(`On W1 the GPU path${emulated ? ' (lavapipe, CPU-emulated)' : ''} takes ${parts.join(', ')} — time ratios from one run, below 1 is faster.`, '');
     }
-    out.push(markdownTable(['path', 'ms per call (mean ± 95 %)', 'time ÷ CPU reference', 'GPU end to end ÷ path', 'check vs reference (max abs diff)'], rows).trimEnd());
+    out.push(markdownTable(['path', 'ms per call (mean ± 95 %)', 'time ÷ CPU reference', 'GPU end to end ÷ path', 'check vs reference (max abs diff)', 'samples'], rows).trimEnd());
     const b = w1.gpuBreakdown;
     if (b && gpu) {
       out.push('', `GPU call breakdown on W1 (from the scorer's \`lastTimings\` over the sampled calls, as shares of the end-to-end call): pack + upload ${pct(b.upload, b.total)}, last submit → results mapped ${pct(b.wait, b.total)}, copy-out + scatter ${pct(b.readback, b.total)}; ${b.kernels ? `kernel time from timestamp queries ${pct(b.kernels, b.total)} (chunks are pipelined, so kernels overlap the upload of later chunks)` : 'no kernel time: the adapter has no timestamp queries'}.`);
     }
   }
 
-  out.push('', '#### Speed-up over the CPU reference per workload', '', '(CPU reference time ÷ path time; > 1 means faster than the reference. "—": not timed on that workload.)', '');
+  out.push('', '#### Speed-up over the CPU reference per workload', '', `(CPU reference time ÷ path time; > 1 means faster than the reference. "—": not timed on that workload. ${SAMPLES_COLUMN})`, '');
   const ws = r.workloads.filter((w) => w.figures.cpu);
   const cols = PATHS.filter((p) => p !== 'cpu' && p !== 'floor' && ws.some((w) => w.figures[p]));
-  out.push(markdownTable(['workload', 'groups', 'CPU ref ms', ...cols.map((p) => label(p, emulated))], ws.map((w) => [
+  out.push(markdownTable(['workload', 'groups', 'CPU ref ms', ...cols.map((p) => label(p, emulated)), 'samples'], ws.map((w) => [
     w.label,
     w.groups,
     (w.figures.cpu as Figure).meanMs,
     ...cols.map((p) => (w.figures[p] ? (w.figures.cpu as Figure).meanMs / (w.figures[p] as Figure).meanMs : '—')),
+    sampleCounts(w, ['cpu', ...cols]),
   ])).trimEnd());
 
   const gws = r.workloads.filter((w) => w.figures.gpu && w.figures.cpu);
   if (gws.length) {
-    out.push('', `#### Where the GPU path's time goes${emulated ? ' (CPU-emulated)' : ''}`, '', '(Per workload: the GPU end-to-end call against the CPU reference, and the shares of that call spent on the transfer floor (upload + readback with no compute, timed separately), on pack + upload and on kernels (timestamp queries, from the same calls). A floor share near 1 means data movement, not compute, sets the time.)', '');
-    out.push(markdownTable(['workload', 'GPU ÷ CPU time', 'floor ÷ GPU', 'pack + upload ÷ GPU', 'kernels ÷ GPU'], gws.map((w) => {
+    out.push('', `#### Where the GPU path's time goes${emulated ? ' (CPU-emulated)' : ''}`, '', '(Per workload: the GPU end-to-end call against the CPU reference, and the shares of that call spent on the transfer floor (upload + readback with no compute, timed separately), on pack + upload and on kernels (timestamp queries, from the same calls). A floor share near 1 means data movement, not compute, sets the time. Samples: of the GPU, CPU and floor figures; the shares come from the GPU samples\' calls.)', '');
+    out.push(markdownTable(['workload', 'GPU ÷ CPU time', 'floor ÷ GPU', 'pack + upload ÷ GPU', 'kernels ÷ GPU', 'samples (GPU · CPU · floor)'], gws.map((w) => {
       const g = w.figures.gpu as Figure;
       const b = w.gpuBreakdown;
       return [
@@ -164,6 +166,7 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
         w.figures.floor ? w.figures.floor.meanMs / g.meanMs : '—',
         b ? b.upload.meanMs / b.total.meanMs : '—',
         b?.kernels ? b.kernels.meanMs / b.total.meanMs : '—',
+        sampleCounts(w, ['gpu', 'cpu', 'floor']),
       ];
     })).trimEnd());
   }
@@ -171,24 +174,41 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
   const sweep = treeSweep(r);
   if (sweep.length) {
     const sc = PATHS.filter((p) => sweep.some((w) => w.figures[p]));
-    out.push('', '#### Scaling: nanoseconds per sibling group as the batch grows', '', '(Flat is good: a climbing line means the path gets slower per group as batches grow. Peak RSS is the process high-water mark after the workload; workloads run smallest first.)', '');
-    out.push(markdownTable(['trees', 'groups', ...sc.map((p) => label(p, emulated)), 'packed MiB', 'peak RSS MiB'], sweep.map((w) => [
+    out.push('', '#### Scaling: nanoseconds per sibling group as the batch grows', '', `(Flat is good: a climbing line means the path gets slower per group as batches grow. Peak RSS is the process high-water mark after the workload; workloads run smallest first. ${SAMPLES_COLUMN})`, '');
+    out.push(markdownTable(['trees', 'groups', ...sc.map((p) => label(p, emulated)), 'packed MiB', 'peak RSS MiB', 'samples'], sweep.map((w) => [
       w.trees,
       w.groups,
       ...sc.map((p) => (w.figures[p] ? ((w.figures[p] as Figure).meanMs * 1e6) / w.groups : '—')),
       Number((w.packedBytes / 2 ** 20).toFixed(1)),
       Math.round(w.peakRssMiB),
+      sampleCounts(w, sc),
     ])).trimEnd());
   }
 
   // f16 embeddings round the inputs, so their GPU path is timed and its error reported rather than held to the f32 tolerance.
-  const f16 = r.workloads.filter((w) => w.precision === 'f16' && w.checks.gpu).map((w) => `${w.id}: f16 embeddings, max |Δ| of contrast/weight/intensity ${formatNumber(w.checks.gpu!.maxAbs)} and of gradients ${formatNumber(w.checks.gpu!.maxGradRel)} (relative) vs the float64 reference; the SPEC tolerance (1e-4) assumes f32`);
+  const f16 = r.workloads.filter((w) => w.precision === 'f16' && w.checks.gpu).map((w) => `${w.id}: f16 embeddings, max |Δ| of contrast/weight/intensity ${formatNumber(w.checks.gpu!.maxAbs)} and of gradients ${formatNumber(w.checks.gpu!.maxGradRel)} (relative) vs the float64 reference; the 1e-4 tolerance (docs/GPU.md) assumes f32`);
   const failed = r.workloads.flatMap((w) => Object.entries(w.checks).filter(([p, c]) => c && !c.ok && !(w.precision === 'f16' && p === 'gpu')).map(([p, c]) => `${w.id} ${p}: ${c!.worst}`));
   const skipped = r.workloads.flatMap((w) => Object.entries(w.skipped).map(([p, why]) => `${w.id} ${p}: ${why}`));
   const notes = [...r.notes, ...f16, ...failed.map((f) => `check FAILED, not timed — ${f}`), ...dedupeSkips(skipped)];
   if (notes.length) out.push('', '#### Notes', '', ...notes.map((n) => `- ${n}`));
   out.push('', `Charts: [time vs trees](${CHARTS.timeVsTrees}), [speed-up per workload](${CHARTS.speedup}), [time per group](${CHARTS.perGroup}).`, '');
   return out.join('\n');
+}
+
+const SAMPLES_COLUMN = 'Samples: how many timed samples each figure of the row is the mean of, in the order of its columns.';
+
+/** The sample counts behind a row's figures, in column order ("—" where a path was not timed). */
+function sampleCounts(w: WorkloadResult, paths: readonly PathId[]): string {
+  return paths.map((p) => w.figures[p]?.samples ?? '—').join(' · ');
+}
+
+/** What the figures are means of, from the counts in this run rather than the sampler's settings alone. */
+export function samplingSentence(r: BenchResults): string {
+  const counts = r.workloads.flatMap((w) => Object.values(w.figures).filter((f): f is Figure => f !== undefined).map((f) => f.samples));
+  const range = counts.length === 0 ? 'none' : Math.min(...counts) === Math.max(...counts) ? `${counts[0]}` : `${Math.min(...counts)} to ${Math.max(...counts)}`;
+  const quick = r.mode === 'quick' ? `, or at least ${QUICK_FEW_SAMPLES.samples} for a case whose first call took over ${QUICK_FEW_SAMPLES.aboveMs / 1000} s` : '';
+  return `Every figure is the mean of its samples ± the 95 % margin of error; the tables give each figure's sample count (${range} in this run). `
+    + `A case is sampled at least ${r.sampling.minSamples} times${quick}, and for up to ${r.sampling.maxTime} s (benny / Benchmark.js; numpy by the same rules in Python); a sample is the mean of one or more calls.`;
 }
 
 function pct(part: Figure, total: Figure): string {

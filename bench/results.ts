@@ -49,6 +49,12 @@ export interface WorkloadResult extends Workload {
   gpuBreakdown?: GpuBreakdown;
 }
 
+/**
+ * Quick mode's exception to `sampling.minSamples`: a case whose first (untimed, checked) call
+ * took longer than `aboveMs` is sampled `samples` times (the biggest batches and slowest paths).
+ */
+export const QUICK_FEW_SAMPLES = { samples: 3, aboveMs: 400 } as const;
+
 export interface BenchResults {
   schema: 'trace-alloc-bench/1';
   mode: 'quick' | 'full';

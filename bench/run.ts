@@ -15,7 +15,7 @@ import { naiveToArrays, scoreNaive, toNested } from './peers/naive.js';
 import { probeNumpy, runNumpy } from './peers/numpy.js';
 import { initTfjs, scoreTfjs } from './peers/tfjs.js';
 import { writeReport } from './report.js';
-import { PATH_LABEL, type BenchResults, type GpuBreakdown, type PathId, type WorkloadResult } from './results.js';
+import { PATH_LABEL, QUICK_FEW_SAMPLES, type BenchResults, type GpuBreakdown, type PathId, type WorkloadResult } from './results.js';
 import { summarise, type Figure } from './stats.js';
 import { buildForest, forestKey, packedBytes, planWorkloads, type Workload } from './workloads.js';
 
@@ -84,12 +84,14 @@ function figureFromBenny(r: CaseResult): Figure {
 }
 
 /**
- * Quick mode samples a case 3 times instead of 5 when one call takes over 0.4 s (the biggest
- * batches and the slow paths on them), judged from the untimed first call each path makes
- * for its check.
+ * Quick mode samples a case `QUICK_FEW_SAMPLES.samples` times instead of `minSamples` when one
+ * call takes over `QUICK_FEW_SAMPLES.aboveMs` (the biggest batches and the slow paths on them),
+ * judged from the untimed first call each path makes for its check. Benchmark.js may add
+ * samples beyond the minimum while the case's time budget lasts; the report gives each
+ * figure's count.
  */
 function samplesFor(firstCallMs: number, s: { minSamples: number; quick: boolean }): number {
-  return s.quick && firstCallMs > 400 ? 3 : s.minSamples;
+  return s.quick && firstCallMs > QUICK_FEW_SAMPLES.aboveMs ? QUICK_FEW_SAMPLES.samples : s.minSamples;
 }
 
 function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
@@ -190,7 +192,7 @@ async function runWorkload(w: Workload, ctx: { peers: boolean; gpu: GpuBench | u
   if (peers) {
     if (ctx.numpy) {
       try {
-        const run = runNumpy(forest, { ...PARAMS, minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime, fewSamplesAboveMs: ctx.sampling.quick ? 400 : undefined });
+        const run = runNumpy(forest, { ...PARAMS, minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime, fewSamplesAboveMs: ctx.sampling.quick ? QUICK_FEW_SAMPLES.aboveMs : undefined });
         res.checks.numpy = checkAgainstReference(forest, ref, run.outputs);
         if (res.checks.numpy.ok) res.figures.numpy = summarise(run.samplesMs, 'python');
         console.log(`  ${PATH_LABEL.numpy}: ${formatNumber(res.figures.numpy?.meanMs ?? Number.NaN)} ms (${run.samplesMs.length} samples, timed in Python)`);

@@ -5,6 +5,7 @@
 // run (`--against`, default eval/results/summary.json), printed to stdout; the exit code is 0
 // whether it passes or not.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { barChart, lineChart, markdownTable, type Series } from '../report/svg.js';
 import { ALLOCATORS, type AllocatorName } from './allocators/index.js';
@@ -31,7 +32,7 @@ const PROFILES: Record<'quick' | 'full', Profile> = {
  * the policy to learn, short enough that the best allocators have not all saturated at 100%.
  * Navigation gets three goal layouts (they move every 10 steps).
  */
-const STEPS: Record<EnvName, number> = { maze: 15, navigation: 30, dependency: 20 };
+const STEPS: Record<EnvName, number> = { maze: 15, navigation: 30, dependency: 20, toolagent: 10 };
 const POLICY_LR = 1;
 /**
  * TRACE rollouts per tree per allocation round, chosen per variant on tuning seeds 101–105 by
@@ -40,13 +41,20 @@ const POLICY_LR = 1;
  * forms a contested fork (it degenerates into independent chains, which `independent` measures
  * directly), so it runs with the next best, 2.
  */
-const TRACE_ROLLOUTS_PER_TREE: Partial<Record<AllocatorName, number>> = { trace: 4, 'trace-learned': 4, 'trace-closed': 2, 'trace-closed-learned': 2 };
+const TRACE_ROLLOUTS_PER_TREE: Partial<Record<AllocatorName, number>> = { trace: 4, 'trace-learned': 4, 'trace-v1': 4, 'trace-v1-learned': 4, 'trace-closed': 2, 'trace-closed-learned': 2 };
+/**
+ * What the run trains with: every allocator but v1's closed-chains variants (a v1 proposal that
+ * led to v2; `createAllocator` still builds them for the tests and sweeps).
+ */
+const RUN: readonly AllocatorName[] = ALLOCATORS.filter((a) => a !== 'trace-closed' && a !== 'trace-closed-learned');
 
 const LABEL: Record<AllocatorName, string> = {
-  trace: 'TRACE (α=1, τ=0.5)',
-  'trace-learned': 'TRACE (learned α, τ)',
-  'trace-closed': 'TRACE, closed chains (proposal, not SPEC)',
-  'trace-closed-learned': 'TRACE, closed chains, learned α, τ (proposal)',
+  trace: 'TRACE v2 (α=1, τ=0.5)',
+  'trace-learned': 'TRACE v2 (learned α, τ)',
+  'trace-v1': 'TRACE v1 (α=1, τ=0.5)',
+  'trace-v1-learned': 'TRACE v1 (learned α, τ)',
+  'trace-closed': 'TRACE v1, closed chains',
+  'trace-closed-learned': 'TRACE v1, closed chains, learned α, τ',
   independent: 'Independent chains (GRPO, no tree)',
   uniform: 'Uniform (Tree-GRPO)',
   entropy: 'Entropy (TreeRL/ARPO)',
@@ -71,7 +79,7 @@ interface Summary {
   budgetPerRun: number;
 }
 
-/** SPEC TRACE (default and learned α, τ): the direction check requires the same inside/outside verdict for these. */
+/** TRACE v2 (default and learned α, τ): the direction check requires the same inside/outside verdict for these. */
 const SPEC_TRACE: readonly AllocatorName[] = ['trace', 'trace-learned'];
 const FULL_SUMMARY = 'eval/results/summary.json';
 
@@ -85,16 +93,18 @@ function parseArgs(argv: string[]): { profile: Profile; out: string; only: EnvNa
     else if (a === '--seeds') seeds = Number(argv[++i]);
     else if (a === '--against') against = argv[++i];
     else if (a === '--no-check') against = null;
-    else throw new Error(`unknown argument ${a} (use --quick, --seeds N, --out DIR, --env maze,navigation,dependency, --against FILE, --no-check)`);
+    else throw new Error(`unknown argument ${a} (use --quick, --seeds N, --out DIR, --env ${ENVS.join(',')}, --against FILE, --no-check)`);
   }
   for (const e of only) if (!ENVS.includes(e)) throw new Error(`unknown environment ${e}`);
   if (seeds !== undefined) {
     if (!Number.isInteger(seeds) || seeds < 2) throw new Error('--seeds needs an integer ≥ 2');
     profile = { ...profile, seeds };
   }
-  // The quick profile writes beside, not over, the full results, and checks itself against them.
+  // Results go to a temporary folder unless --out names one: re-running never rewrites the
+  // committed files by accident (their timing columns would change). The quick profile checks
+  // itself against the committed full run.
   const isQuick = profile.name === 'quick';
-  return { profile, out: out ?? (isQuick ? 'eval/results/quick' : 'eval/results'), only, against: against === undefined ? (isQuick ? FULL_SUMMARY : null) : against };
+  return { profile, out: out ?? join(tmpdir(), `trace-alloc-eval-${profile.name}`), only, against: against === undefined ? (isQuick ? FULL_SUMMARY : null) : against };
 }
 
 /**
@@ -134,8 +144,8 @@ function directionCheck(file: string, mine: Record<string, Direction>, seeds: nu
   if (!full.finalSuccessBySeed) return { lines: [head, `  SKIPPED: ${file} has no per-seed final success (written by an older eval/run.ts; rerun \`npm run eval\`)`], status: 'SKIPPED', perEnv: {} };
   const lines = [`Direction check: this run (${seeds} seeds) against the full run in ${file} (${full.profile?.seeds ?? '?'} seeds)`,
     '  leading group = the leader (highest mean final success) + every allocator whose paired 95% t-interval of (leader − allocator) over seeds contains 0',
-    '  PASS = quick leader in the full leading group, full leader in the quick leading group, and SPEC TRACE (default, learned) inside/outside it in both;',
-    '  INCONCLUSIVE = leaders agree, a SPEC TRACE verdict differs, but the two runs\' 95% intervals of its gap to the full leader overlap; FAIL = otherwise'];
+    '  PASS = quick leader in the full leading group, full leader in the quick leading group, and TRACE v2 (default, learned) inside/outside it in both;',
+    '  INCONCLUSIVE = leaders agree, a TRACE v2 verdict differs, but the two runs\' 95% intervals of its gap to the full leader overlap; FAIL = otherwise'];
   const perEnv: Record<string, DirectionCheck> = {};
   for (const env of Object.keys(mine)) {
     const bySeed = full.finalSuccessBySeed[env];
@@ -202,10 +212,10 @@ function table(rows: Summary[], seeds: number): string {
   );
 }
 
-const PAIR_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-closed', 'trace-closed-learned'];
-const PAIR_COLS: readonly AllocatorName[] = ['trace', 'trace-closed', 'independent', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'];
+const PAIR_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-v1'];
+const PAIR_COLS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-v1', 'independent', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'];
 const SHORT: Record<AllocatorName, string> = {
-  trace: 'TRACE', 'trace-learned': 'TRACE learned', 'trace-closed': 'closed chains', 'trace-closed-learned': 'closed, learned',
+  trace: 'v2', 'trace-learned': 'v2 learned', 'trace-v1': 'v1', 'trace-v1-learned': 'v1 learned', 'trace-closed': 'v1 closed chains', 'trace-closed-learned': 'v1 closed, learned',
   independent: 'independent', uniform: 'uniform', entropy: 'entropy', puct: 'PUCT', 'spo-tree': 'SPO-tree', treepo: 'TreePO',
 };
 
@@ -225,7 +235,7 @@ function untrained(runs: TrainResult[]): string {
 
 function learnedParams(results: Record<string, TrainResult[]>): string {
   const geo = (v: number[]) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length);
-  return (['trace-learned', 'trace-closed-learned'] as const).map((a) => {
+  return (['trace-learned', 'trace-v1-learned'] as const).map((a) => {
     const al = results[a].map((r) => r.alpha[r.alpha.length - 1]), ta = results[a].map((r) => r.tau[r.tau.length - 1]);
     const below = (v: number[], start: number) => `${v.filter((x) => x < start).length}/${v.length}`;
     return `${SHORT[a]}: α ${geo(al).toFixed(2)} (${below(al, 1)} below 1), τ ${geo(ta).toFixed(2)} (${below(ta, 0.5)} below 0.5)`;
@@ -257,7 +267,7 @@ function trajectory(name: string, runs: number[][]): Series {
 function main(): void {
   const { profile, out, only, against } = parseArgs(process.argv.slice(2));
   mkdirSync(out, { recursive: true });
-  const total = only.length * ALLOCATORS.length * profile.seeds;
+  const total = only.length * RUN.length * profile.seeds;
   const progress = new Progress(total);
   const t0 = performance.now();
   let done = 0;
@@ -270,7 +280,7 @@ function main(): void {
   const md: string[] = [`# Evaluation results (${profile.name} profile)`, '', `Generated by \`npm run ${profile.name === 'quick' ? 'eval:quick' : 'eval'}\`. ${profile.seeds} seeds; each training step spends ${profile.budgetPerStep} environment steps over ${profile.prompts} trees; training steps: ${only.map((e) => `${e} ${STEPS[e]}`).join(', ')}. Cells: mean [95% t-interval over seeds, clipped to the metric's range].`, ''];
   for (const env of only) {
     const results: Record<string, TrainResult[]> = {};
-    for (const allocator of ALLOCATORS) {
+    for (const allocator of RUN) {
       results[allocator] = [];
       for (let s = 1; s <= profile.seeds; s++) {
         progress.tick(done, `${env}/${allocator} seed ${s}`);
@@ -285,9 +295,9 @@ function main(): void {
         done++;
       }
     }
-    const rows = ALLOCATORS.map((a) => summarize(a, results[a]));
+    const rows = RUN.map((a) => summarize(a, results[a]));
     summaries[env] = rows;
-    finalSuccessBySeed[env] = Object.fromEntries(ALLOCATORS.map((a) => [a, results[a].map((r) => r.finalSuccess)]));
+    finalSuccessBySeed[env] = Object.fromEntries(RUN.map((a) => [a, results[a].map((r) => r.finalSuccess)]));
     const dir = direction(finalSuccessBySeed[env]);
     directions[env] = dir;
     winners[env] = dir.leader;
@@ -299,15 +309,15 @@ function main(): void {
       width: 980, height: 480,
       title: `${env}: success rate of the policy vs. budget spent (${profile.seeds} seeds, 95% band)`,
       xLabel: 'environment steps of rollout budget', yLabel: 'success rate (sampled episodes)',
-      series: ALLOCATORS.map((a) => curveSeries(LABEL[a], results[a].map((r) => r.curve))),
+      series: RUN.map((a) => curveSeries(LABEL[a], results[a].map((r) => r.curve))),
     }));
-    for (const a of ['trace-learned', 'trace-closed-learned'] as const) {
-      const name = `${env}, ${a === 'trace-learned' ? 'SPEC TRACE' : 'closed chains'}`;
+    for (const a of ['trace-learned', 'trace-v1-learned'] as const) {
+      const name = `${env}, ${a === 'trace-learned' ? 'TRACE v2' : 'TRACE v1'}`;
       alphaSeries.push(trajectory(name, results[a].map((r) => r.alpha)));
       tauSeries.push(trajectory(name, results[a].map((r) => r.tau)));
     }
     md.push(`## ${env}`, '', table(rows, profile.seeds), '', `Direction (leader − allocator, paired 95% t-interval over seeds, points of success): leader **${LABEL[dir.leader as AllocatorName]}**; leading group (not separable from the leader): ${dir.leadingGroup.length > 1 ? dir.leadingGroup.slice(1).map(gap).join(', ') : 'none besides the leader'}; separably behind: ${dir.behind.length > 0 ? dir.behind.map(gap).join(', ') : 'none'}.`, '',
-      `Share of TRACE rollouts started below a node whose children had all finished: ${traceRows.join('; ')}.`, '',
+      `Share of TRACE rollouts started at a node whose children had all finished: ${traceRows.join('; ')}.`, '',
       `Untrained policy (the curves' first point, ${profile.evalEpisodes} episodes per seed): ${untrained(results.uniform)}.`, '',
       `Learned α, τ in use at the last training step (geometric mean over seeds; share of seeds below the start α = 1, τ = 0.5): ${learnedParams(results)}.`, '',
       'Paired differences in final success between TRACE variants and the others (row − column, points, 95% t-interval over seeds; * = separable from 0):', '',
@@ -321,7 +331,7 @@ function main(): void {
     width: 980, height: 480,
     title: 'Success rate of the trained policy after the fixed budget (95% interval)',
     yLabel: 'success rate', categories: only,
-    groups: ALLOCATORS.map((a) => ({
+    groups: RUN.map((a) => ({
       name: LABEL[a],
       values: only.map((e) => summaries[e].find((s) => s.allocator === a)!.finalSuccess.mean),
       errors: only.map((e) => { const s = summaries[e].find((x) => x.allocator === a)!.finalSuccess; return [Math.max(0, s.lo), Math.min(1, s.hi)] as [number, number]; }),

@@ -27,6 +27,8 @@ export interface TrainConfig {
   traceRolloutsPerTree: number;
   /** Segment length of the segment-based allocators and TRACE's D0; default a quarter of the horizon. */
   segment?: number;
+  /** Builds the allocator instead of `allocator`'s registered one (settings sweeps). */
+  makeAllocator?: (segment: number) => Allocator;
 }
 
 export interface TrainResult {
@@ -64,7 +66,8 @@ export interface TrainResult {
  */
 export function train(config: TrainConfig): TrainResult {
   const env = createEnv(config.env, config.seed);
-  const allocator = createAllocator(config.allocator, config.segment ?? segmentLength(env), config.traceRolloutsPerTree);
+  const segment = config.segment ?? segmentLength(env);
+  const allocator = config.makeAllocator?.(segment) ?? createAllocator(config.allocator, segment, config.traceRolloutsPerTree);
   const policy = new TabularPolicy(env.stateCount, env.actions);
   const rng = new Rng(config.seed * 7919 + 17);
   const curve: Array<[number, number]> = [[0, evaluate(env, policy, config.evalEpisodes, config.seed, 0)]];

@@ -1,4 +1,8 @@
 // Public API of trace-alloc. Everything a training job needs is re-exported from here.
+// The GPU classes expose WebGPU types (GPUDevice, GPU, …); this directive makes the emitted
+// index.d.ts load them from the `@webgpu/types` dependency, so a consumer's `tsc` needs no
+// "types" entry of its own (`preserve` keeps it in the declaration output).
+/// <reference types="@webgpu/types" preserve="true" />
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
 export { packForest, packColumns, type PackedForest, type ForestColumns } from './forest/packed.js';

@@ -171,3 +171,34 @@ describe('README injection', () => {
     expect(injectIntoReadme('# no markers\n', latest, 'x.json')).toBe('# no markers\n');
   });
 });
+
+describe('sample counts', () => {
+  it('states the count behind every figure instead of a minimum the sampler may not have reached', () => {
+    const r = results(true);
+    r.workloads[1].figures.naive = summarise([290, 300, 310], 'benny'); // 3 samples, fewer than minSamples 5
+    r.workloads[1].figures.cpu = summarise([99, 100, 101, 100, 100, 100], 'benny');
+    const md = renderReport(r, 'x.json').files['latest.md']!;
+    expect(md).not.toMatch(/≥ ?5 samples/);
+    expect(md).toContain("the tables give each figure's sample count (3 to 6 in this run)");
+    expect(md).toContain('at least 3 for a case whose first call took over 0.4 s');
+    // W1 table: the last column is the figure's sample count
+    expect(md).toMatch(/\| CPU reference \(float64\) \| 100 ± [\d.]+ % \| 1 \| 0\.5 \| reference \| 6 \|/);
+    expect(md).toMatch(/\| peer: JS over nested objects \| 300 ± [\d.]+ % \| 3 \| 0\.167 \| ok \([^)]*\) \| 3 \|/);
+    // speed-up table: counts in column order (CPU ref, then each path column; — where not timed)
+    expect(md).toMatch(/\| W1 label \| 86016 \| 100 \| 2 \| 0\.333 \| 6 · 3 · 3 \|/);
+    expect(md).toMatch(/\| dim-0 label \| 21504 \| 10 \| — \| 0\.5 \| 3 · — · 3 \|/);
+  });
+
+  it('the committed report and the README section are what bench/report.ts renders from the committed JSON', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { injectIntoReadme } = await import('../bench/report.js');
+    const at = (p: string) => new URL(`../${p}`, import.meta.url);
+    const committed = readFileSync(at('bench/results/latest.md'), 'utf8');
+    const json = /from bench\/results\/([^\s.]+\.json)/.exec(committed)![1];
+    const rendered = renderReport(JSON.parse(readFileSync(at(`bench/results/${json}`), 'utf8')) as BenchResults, json).files;
+    expect(committed).toBe(rendered['latest.md']);
+    for (const chart of Object.values(CHARTS)) expect(readFileSync(at(`bench/results/${chart}`), 'utf8'), chart).toBe(rendered[chart]);
+    const readme = readFileSync(at('README.md'), 'utf8');
+    expect(injectIntoReadme(readme, rendered['latest.md']!, json)).toBe(readme);
+  });
+});

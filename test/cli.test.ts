@@ -132,12 +132,23 @@ describe('trace-alloc score', () => {
 
 describe('trace-alloc demo', () => {
   it('prints a summary with the time per phase', () => {
-    const r = runCli(['demo', '--trees', '64', '--seed', '3', '--backend', 'cpu']);
+    const view = join(dir, 'demo-view.html');
+    const r = runCli(['demo', '--trees', '64', '--seed', '3', '--backend', 'cpu', '--view', view]);
     expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`view      ${view}`);
+    expect(readFileSync(view, 'utf8')).toMatch(/^<!doctype html>/i);
     expect(r.stdout).toMatch(/64 synthetic rollout trees \(seed 3, dim 64\), scored on cpu/);
     for (const phase of ['generate + pack', 'score (cpu)', 'allocate', 'total']) expect(r.stdout).toContain(phase);
     expect(r.stdout).toMatch(/budget +1,024 rollouts: 1,024 placed/);
     expect(r.stdout).toMatch(/most contested forks/);
+  });
+
+  it('writes its view to $TMPDIR/trace-alloc-demo.html without --view', () => {
+    const own = mkdtempSync(join(dir, 'tmp-'));
+    const r = runCli(['demo', '--trees', '8', '--backend', 'cpu'], undefined, { TMPDIR: own });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`view      ${join(own, 'trace-alloc-demo.html')}`);
+    expect(existsSync(join(own, 'trace-alloc-demo.html'))).toBe(true);
   });
 });
 

@@ -8,7 +8,7 @@ import { TreePoAllocator } from './treepo.js';
 import type { Allocator } from './types.js';
 import { UniformAllocator } from './uniform.js';
 
-export const ALLOCATORS = ['trace', 'trace-learned', 'trace-closed', 'trace-closed-learned', 'independent', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'] as const;
+export const ALLOCATORS = ['trace', 'trace-learned', 'trace-v1', 'trace-v1-learned', 'trace-closed', 'trace-closed-learned', 'independent', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'] as const;
 export type AllocatorName = (typeof ALLOCATORS)[number];
 
 /**
@@ -20,8 +20,10 @@ export function createAllocator(name: AllocatorName, segment: number, traceRollo
   switch (name) {
     case 'trace': return new TraceAllocator({ baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
     case 'trace-learned': return new TraceAllocator({ learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
-    case 'trace-closed': return new TraceAllocator({ baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
-    case 'trace-closed-learned': return new TraceAllocator({ learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
+    case 'trace-v1': return new TraceAllocator({ rule: 'v1', baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
+    case 'trace-v1-learned': return new TraceAllocator({ rule: 'v1', learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree });
+    case 'trace-closed': return new TraceAllocator({ rule: 'v1', baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
+    case 'trace-closed-learned': return new TraceAllocator({ rule: 'v1', learn: true, learnOptions, baseDepth: segment, rolloutsPerTree: traceRolloutsPerTree, closeExhausted: true });
     case 'independent': return new IndependentAllocator();
     case 'uniform': return new UniformAllocator();
     case 'entropy': return new EntropyAllocator();

@@ -5,11 +5,16 @@ import { objectiveGradient } from '../../src/learn/gradient.js';
 import { ascend, createLearnState, learnedParams, type LearnOptions, type LearnState } from '../../src/learn/state.js';
 import { scoreCpu } from '../../src/score/cpu.js';
 import type { ScoreParams, Scores } from '../../src/score/types.js';
+import type { AllocateOptions, Rule } from '../../src/allocate/options.js';
 import { exhaustedNodes, packRollouts, rowOf } from '../pack.js';
 import type { Grower } from '../tree.js';
 import { interleave, runLaunches, type Allocator, type Launch } from './types.js';
 
 export interface TraceOptions {
+  /** 'v2' (default): rollouts run to the episode's end and claims follow docs/ALGORITHM.md v2; 'v1': depth-limited rollouts as v1 specifies. */
+  rule?: Rule;
+  /** Extra allocation settings (v2's contestGain, treeFloor, pruneRatio; sweeps). */
+  allocate?: Pick<AllocateOptions, 'contestGain' | 'treeFloor' | 'pruneRatio'>;
   /** Rollouts placed per tree per allocation round (the global budget is this × trees). Default 4. */
   rolloutsPerTree?: number;
   /** Learn α, τ from the gains of each training step (SPEC §3). */
@@ -42,17 +47,21 @@ export class TraceAllocator implements Allocator {
   private readonly learn: boolean;
   private readonly baseDepth: number;
   private readonly closeExhausted: boolean;
+  private readonly rule: Rule;
+  private readonly extra: TraceOptions['allocate'];
 
   constructor(options: TraceOptions = {}) {
     this.learn = options.learn ?? false;
     this.closeExhausted = options.closeExhausted ?? false;
-    this.name = (this.learn ? 'trace-learned' : 'trace') + (this.closeExhausted ? '-closed' : '');
+    this.rule = options.rule ?? 'v2';
+    this.extra = options.allocate;
+    this.name = (this.rule === 'v1' ? 'trace-v1' : 'trace') + (this.learn ? '-learned' : '') + (this.closeExhausted ? '-closed' : '');
     this.perTree = options.rolloutsPerTree ?? 4;
     this.baseDepth = options.baseDepth ?? 4;
     this.state = createLearnState(options.params, options.learnOptions);
   }
 
-  params(): ScoreParams { return learnedParams(this.state); }
+  params(): ScoreParams { return { ...learnedParams(this.state), rule: this.rule }; }
 
   grow(g: Grower): void {
     const f = g.forest;
@@ -61,8 +70,10 @@ export class TraceAllocator implements Allocator {
     const params = this.params();
     while (g.remaining() > 0) {
       const packed = packRollouts(f, this.closeExhausted ? exhaustedNodes(f) : undefined);
-      const scores = scoreCpu(packed, params);
-      const plan = allocate(packed, scores, { totalBudget: trees * this.perTree, minPerTree: 1, baseDepth: this.baseDepth });
+      const scores = scoreCpu(packed, { ...params, rule: this.rule });
+      const plan = allocate(packed, scores, { ...this.extra, totalBudget: trees * this.perTree, minPerTree: 1, baseDepth: this.baseDepth });
+      // v2 rollouts always run to the episode's end (depth is the fork horizon, not a cut-off).
+      const steps = (row: number) => (this.rule === 'v2' ? Infinity : plan.depth[row]);
       if (this.learn) rounds.push({ packed, scores, firstNewNode: f.size });
       const perTree: Launch[][] = [];
       for (let t = 0; t < trees; t++) {
@@ -73,7 +84,7 @@ export class TraceAllocator implements Allocator {
           if (plan.branches[row] === 0) continue;
           const kids = f.children[nodes[i]];
           const deadEnd = kids.length > 0 && kids.every((c) => f.terminal[c] === 1);
-          for (let b = 0; b < plan.branches[row]; b++) list.push({ node: nodes[i], steps: plan.depth[row], deadEnd });
+          for (let b = 0; b < plan.branches[row]; b++) list.push({ node: nodes[i], steps: steps(row), deadEnd });
         }
         perTree.push(list);
       }

@@ -3,6 +3,7 @@ import type { Scores } from '../score/types.js';
 import { liveNodes, splitGroups } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
 import { LargestRemainder } from './rounding.js';
+import { flowClaimsV2 } from './v2.js';
 import { OptionError } from '../util/errors.js';
 
 /** A plan in packed form: per-tree and per-row arrays aligned with the `PackedForest`. */
@@ -28,10 +29,13 @@ export interface Allocation {
   readonly live: Uint8Array;
 }
 
-/** SPEC §4: scores → rollouts per node, depths and early stops. Pure; allocates its outputs only. */
+/**
+ * Scores → rollouts per node, depths and early stops (docs/ALGORITHM.md, "Allocation"), under
+ * rule v2 (default) or v1. Pure; allocates its outputs only.
+ */
 export function allocate(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): Allocation {
-  const opts = resolveAllocateOptions(options);
-  const { treeCount, nodeCount, treeOffset, terminal, childGroup, parentRow, groupOffset, groupChild } = forest;
+  const opts = resolveAllocateOptions(options, scores.params.rule);
+  const { treeCount, nodeCount, treeOffset, childGroup, parentRow, groupOffset } = forest;
   if (scores.weight.length !== nodeCount || scores.intensity.length !== forest.groupCount) {
     throw new RangeError(`scores do not match the forest (${scores.weight.length} weights for ${nodeCount} nodes)`);
   }
@@ -43,34 +47,30 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
   const treeBudget = new Float64Array(treeCount);
   let unallocatedTotal = 0;
   if (opts.totalBudget !== undefined) {
-    unallocatedTotal = splitGlobalBudget(forest, intensity, live, opts.totalBudget, opts.minPerTree, treeBudget);
+    unallocatedTotal = splitGlobalBudget(forest, intensity, live, opts.totalBudget, opts.minPerTree, opts.treeFloor, treeBudget);
   } else {
     const b = opts.budget;
     if (typeof b !== 'number' && b.length !== treeCount) throw new OptionError(`budget has ${b.length} entries for ${treeCount} trees`);
     for (let t = 0; t < treeCount; t++) treeBudget[t] = typeof b === 'number' ? b : b[t];
   }
 
-  // Mass flows parent → kept children; rows are in parent-first order within each tree.
-  const inflow = new Float64Array(nodeCount);
+  // ψ_v: priority relative to a uniform split along the path (depths; v2's claims).
+  const priority = new Float64Array(nodeCount);
+  for (let v = 0; v < nodeCount; v++) {
+    const p = parentRow[v];
+    priority[v] = p < 0 ? 1 : priority[p] * (groupOffset[childGroup[p] + 1] - groupOffset[childGroup[p]]) * weight[v];
+  }
+
   const mass = new Float64Array(nodeCount);
   const unallocated = new Float64Array(treeCount);
-  for (let t = 0; t < treeCount; t++) {
-    const root = treeOffset[t];
-    if (!live[root]) { unallocated[t] = treeBudget[t]; continue; }
-    inflow[root] = treeBudget[t];
-    for (let v = root; v < treeOffset[t + 1]; v++) {
-      const m = inflow[v];
-      if (m === 0) continue;
-      const g = childGroup[v];
-      if (g < 0 || split.keptCount[g] === 0) { mass[v] = m; continue; }
-      const x = terminal[v] ? 0 : m * opts.widen * intensity[g];
-      mass[v] = x;
-      const share = (m - x) / split.keptWeight[g];
-      for (let s = groupOffset[g]; s < groupOffset[g + 1]; s++) {
-        const c = groupChild[s];
-        if (split.kept[c]) inflow[c] = share * weight[c];
-      }
+  if (opts.rule === 'v2') {
+    const reach = new Uint8Array(nodeCount);
+    for (let t = 0; t < treeCount; t++) {
+      const placed = live[treeOffset[t]] === 1 && flowClaimsV2(forest, t, treeBudget[t], split, live, intensity, opts.contestGain, priority, reach, mass);
+      if (!placed) unallocated[t] = treeBudget[t];
     }
+  } else {
+    flowV1(forest, weight, intensity, live, split, treeBudget, opts.widen, mass, unallocated);
   }
 
   const branches = new Int32Array(nodeCount);
@@ -80,11 +80,8 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
     rounding.round(mass, treeOffset[t], treeOffset[t + 1], treeBudget[t], branches);
   }
 
-  const priority = new Float64Array(nodeCount);
   const depth = new Int32Array(nodeCount);
   for (let v = 0; v < nodeCount; v++) {
-    const p = parentRow[v];
-    priority[v] = p < 0 ? 1 : priority[p] * (groupOffset[childGroup[p] + 1] - groupOffset[childGroup[p]]) * weight[v];
     if (branches[v] > 0) {
       const d = Math.floor(opts.baseDepth * Math.pow(priority[v], opts.depthGain) + 0.5);
       depth[v] = Math.min(opts.maxDepth, Math.max(opts.minDepth, d));
@@ -94,9 +91,48 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
 }
 
 /**
- * Global budget (SPEC §4): each live tree gets μ plus a share of the rest proportional to
- * Q_t = 1e-3 + mean intensity of its groups with k >= 2; whole numbers by largest remainder
- * across trees. Returns what could not be placed (all of it when no tree is live).
+ * Rule v1's flow: the root gets mass B; a node with mass m and kept children keeps
+ * x = m·λ·I (0 if terminal) and passes m − x to its kept children in proportion to their
+ * weights; a node with no kept child keeps all of m. Rows are parent-first within each tree.
+ */
+function flowV1(
+  forest: PackedForest,
+  weight: Scores['weight'],
+  intensity: Scores['intensity'],
+  live: Uint8Array,
+  split: ReturnType<typeof splitGroups>,
+  treeBudget: Float64Array,
+  widen: number,
+  mass: Float64Array,
+  unallocated: Float64Array,
+): void {
+  const { treeCount, nodeCount, treeOffset, terminal, childGroup, groupOffset, groupChild } = forest;
+  const inflow = new Float64Array(nodeCount);
+  for (let t = 0; t < treeCount; t++) {
+    const root = treeOffset[t];
+    if (!live[root]) { unallocated[t] = treeBudget[t]; continue; }
+    inflow[root] = treeBudget[t];
+    for (let v = root; v < treeOffset[t + 1]; v++) {
+      const m = inflow[v];
+      if (m === 0) continue;
+      const g = childGroup[v];
+      if (g < 0 || split.keptCount[g] === 0) { mass[v] = m; continue; }
+      const x = terminal[v] ? 0 : m * widen * intensity[g];
+      mass[v] = x;
+      const share = (m - x) / split.keptWeight[g];
+      for (let s = groupOffset[g]; s < groupOffset[g + 1]; s++) {
+        const c = groupChild[s];
+        if (split.kept[c]) inflow[c] = share * weight[c];
+      }
+    }
+  }
+}
+
+/**
+ * Global budget: each live tree gets μ plus a share of the rest proportional to
+ * Q_t = q0 + mean intensity of its groups with k >= 2 (q0: 1e-3 under v1, 0.25 by default
+ * under v2); whole numbers by largest remainder across trees. Returns what could not be
+ * placed (all of it when no tree is live).
  */
 function splitGlobalBudget(
   forest: PackedForest,
@@ -104,6 +140,7 @@ function splitGlobalBudget(
   live: Uint8Array,
   total: number,
   minPerTree: number,
+  treeFloor: number,
   out: Float64Array,
 ): number {
   const { treeCount, treeOffset, treeGroupOffset, groupOffset } = forest;
@@ -116,7 +153,7 @@ function splitGlobalBudget(
     for (let g = treeGroupOffset[t]; g < treeGroupOffset[t + 1]; g++) {
       if (groupOffset[g + 1] - groupOffset[g] >= 2) { sum += intensity[g]; count++; }
     }
-    q[t] = 1e-3 + (count > 0 ? sum / count : 0);
+    q[t] = treeFloor + (count > 0 ? sum / count : 0);
     qSum += q[t];
   }
   if (total < minPerTree * liveTrees) {

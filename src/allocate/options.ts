@@ -1,7 +1,14 @@
 import { OptionError } from '../util/errors.js';
 
-/** Allocation settings of SPEC §4. Every field is optional; defaults follow the spec. */
+/** The allocation rule: 'v2' (the default) or 'v1' (kept for reproducibility). See docs/ALGORITHM.md. */
+export type Rule = 'v1' | 'v2';
+export const RULES: readonly Rule[] = ['v1', 'v2'];
+export const DEFAULT_RULE: Rule = 'v2';
+
+/** Allocation settings (docs/ALGORITHM.md, "Allocation"). Every field is optional. */
 export interface AllocateOptions {
+  /** 'v2' (default) or 'v1'. Defaults to the rule the scores were computed with. */
+  rule?: Rule;
   /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
   budget?: number | ArrayLike<number>;
   /** Global budget mode: one integer total split across live trees by their intensity. */
@@ -10,8 +17,12 @@ export interface AllocateOptions {
   minPerTree?: number;
   /** ρ ∈ [0, 1): siblings with w < ρ·max w are pruned. Default 0.5. */
   pruneRatio?: number;
-  /** λ ∈ [0, 1]: share of an open node's mass kept at the node, scaled by the group intensity. Default 0.5. */
+  /** v1 only. λ ∈ [0, 1]: share of an open node's mass kept at the node, scaled by the group intensity. Default 0.5. */
   widen?: number;
+  /** v2 only. κ >= 0: how much a contested fork raises its own node's claim, a = 1 + κ·I. Default 4. */
+  contestGain?: number;
+  /** v2 only. q0 > 0: every live tree's floor in the global split, Q_t = q0 + mean intensity. Default 0.25 (v1 uses 1e-3). */
+  treeFloor?: number;
   /** D0 (integer >= 1): depth of a node with uniform priority. Default 4. */
   baseDepth?: number;
   /** γ >= 0: how strongly priority stretches depth. Default 1. */
@@ -23,11 +34,14 @@ export interface AllocateOptions {
 }
 
 export interface ResolvedAllocateOptions {
+  rule: Rule;
   budget: number | ArrayLike<number>;
   totalBudget: number | undefined;
   minPerTree: number;
   pruneRatio: number;
   widen: number;
+  contestGain: number;
+  treeFloor: number;
   baseDepth: number;
   depthGain: number;
   minDepth: number;
@@ -36,7 +50,20 @@ export interface ResolvedAllocateOptions {
 
 export const DEFAULT_BUDGET = 16;
 
-export function resolveAllocateOptions(options: AllocateOptions = {}): ResolvedAllocateOptions {
+export const DEFAULT_CONTEST_GAIN = 4;
+export const DEFAULT_TREE_FLOOR_V2 = 0.25;
+/** v1's Q_t floor. */
+export const TREE_FLOOR_V1 = 1e-3;
+
+export function resolveAllocateOptions(options: AllocateOptions = {}, scoredRule?: Rule): ResolvedAllocateOptions {
+  const rule = options.rule ?? scoredRule ?? DEFAULT_RULE;
+  check(rule === 'v1' || rule === 'v2', "rule must be 'v1' or 'v2'", rule);
+  if (scoredRule !== undefined && rule !== scoredRule) throw new OptionError(`rule ${rule} does not match the scores, which were computed with rule ${scoredRule}`);
+  const contestGain = options.contestGain ?? DEFAULT_CONTEST_GAIN;
+  const treeFloor = options.treeFloor ?? (rule === 'v1' ? TREE_FLOOR_V1 : DEFAULT_TREE_FLOOR_V2);
+  check(Number.isFinite(contestGain) && contestGain >= 0 && contestGain <= 1e6, 'contestGain must be a number in [0, 1e6]', contestGain);
+  check(Number.isFinite(treeFloor) && treeFloor > 0 && treeFloor <= 1e6, 'treeFloor must be a number in (0, 1e6]', treeFloor);
+  if (rule === 'v1' && options.treeFloor !== undefined && options.treeFloor !== TREE_FLOOR_V1) throw new OptionError(`treeFloor is fixed at ${TREE_FLOOR_V1} under rule v1`);
   const pruneRatio = options.pruneRatio ?? 0.5;
   const widen = options.widen ?? 0.5;
   const baseDepth = options.baseDepth ?? 4;
@@ -59,7 +86,7 @@ export function resolveAllocateOptions(options: AllocateOptions = {}): ResolvedA
   } else {
     for (let t = 0; t < budget.length; t++) check(isBudget(budget[t]), `budget[${t}] must be an integer in [0, ${MAX_WHOLE}]`, budget[t]);
   }
-  return { budget, totalBudget: options.totalBudget, minPerTree, pruneRatio, widen, baseDepth, depthGain, minDepth, maxDepth };
+  return { rule, budget, totalBudget: options.totalBudget, minPerTree, pruneRatio, widen, contestGain, treeFloor, baseDepth, depthGain, minDepth, maxDepth };
 }
 
 /** Branch counts and depths are stored as Int32, so budgets and depths stop at 2³¹ − 1. */

@@ -7,24 +7,32 @@ import type { Scores } from '../score/types.js';
 import { generateForest } from '../synth/generate.js';
 import { writeTreeView } from '../viz/write.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { defineCommand, SCORE_FLAG_HELP } from './help.js';
 
-export const DEMO_USAGE = `usage: trace-alloc demo [--trees N] [--seed S] [--dim D] [--min-nodes N] [--max-nodes N]
-         [--budget N | --total-budget N [--min-per-tree M]] [--alpha A] [--tau T]
-         [--prune-ratio R] [--widen L] [--base-depth D] [--depth-gain G] [--max-depth X]
-         [--backend auto|gpu|cpu] [--view FILE]
-
-Generates a seeded synthetic batch (default 4096 trees of 20–200 nodes, forks of 2–8
+export const DEMO_COMMAND = defineCommand({
+  name: 'demo',
+  operands: '',
+  summary: `Generates a seeded synthetic batch (default 4096 trees of 20–200 nodes, forks of 2–8
 children, dim 64), scores and allocates it, and prints a summary with the time per phase.
-Writes the explorable view of its most contested trees to --view (default
-$TMPDIR/trace-alloc-demo.html) and prints the path.`;
-
-const DEMO_FLAGS = { ...SCORE_FLAGS, trees: 'int', seed: 'int', dim: 'int', 'min-nodes': 'int', 'max-nodes': 'int', view: 'string' } as const;
+Writes the explorable view of its most contested trees to --view and prints the path.`,
+  flags: { ...SCORE_FLAGS, trees: 'int', seed: 'int', dim: 'int', 'min-nodes': 'int', 'max-nodes': 'int', view: 'string' },
+  docs: {
+    ...SCORE_FLAG_HELP,
+    trees: { value: 'N', default: '4096', meaning: 'synthetic rollout trees to generate' },
+    seed: { value: 'S', default: '1', meaning: 'seed of the generator (the same seed gives the same batch)' },
+    dim: { value: 'D', default: '64', meaning: 'embedding dimension of the generated nodes' },
+    'min-nodes': { value: 'N', default: '20', meaning: 'fewest nodes of a generated tree' },
+    'max-nodes': { value: 'N', default: '200', meaning: 'most nodes of a generated tree' },
+    view: { value: 'FILE', default: '$TMPDIR/trace-alloc-demo.html', meaning: 'where to write the explorable view of the most contested trees' },
+  },
+});
 
 /** `trace-alloc demo`: the project's main job on an embedded default workload. */
 export async function runDemo(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, DEMO_FLAGS);
+  const { values, positionals } = parseFlags(argv, DEMO_COMMAND.flags);
   if (positionals.length > 0) throw new UsageError(`demo takes no file, got ${JSON.stringify(positionals[0])}`);
   const settings = scoreSettings(values);
+  for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   const trees = (values.trees as number | undefined) ?? 4096;
   const seed = (values.seed as number | undefined) ?? 1;
   const dim = (values.dim as number | undefined) ?? 64;

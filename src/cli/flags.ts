@@ -1,4 +1,4 @@
-import type { AllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
 
@@ -48,7 +48,7 @@ export function parseFlags(argv: readonly string[], defs: FlagDefs): { values: F
   return { values, positionals };
 }
 
-/** The scoring and allocation flags of `trace-alloc score` (SPEC §5), shared by `viz` and `demo`. */
+/** The scoring and allocation flags of `trace-alloc score` (README, "CLI"), shared by `viz` and `demo`. */
 export const SCORE_FLAGS = {
   budget: 'int',
   'total-budget': 'int',
@@ -57,6 +57,9 @@ export const SCORE_FLAGS = {
   tau: 'number',
   'prune-ratio': 'number',
   widen: 'number',
+  rule: ['v1', 'v2'],
+  'contest-gain': 'number',
+  'tree-floor': 'number',
   'base-depth': 'int',
   'depth-gain': 'number',
   'max-depth': 'int',
@@ -67,6 +70,8 @@ export interface ScoreSettings {
   params: ScoreParams;
   allocate: AllocateOptions;
   backend: Backend;
+  /** Lines for stderr: settings accepted but without effect. */
+  notices: string[];
 }
 
 /** Turns parsed score flags into library settings, checking ranges so errors name the flag. */
@@ -85,10 +90,19 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('tau', (x) => x > 0, 'a number > 0');
   check('prune-ratio', (x) => x >= 0 && x < 1, 'in [0, 1)');
   check('widen', (x) => x >= 0 && x <= 1, 'in [0, 1]');
+  check('contest-gain', (x) => x >= 0 && x <= 1e6, 'in [0, 1e6]');
+  check('tree-floor', (x) => x > 0 && x <= 1e6, 'in (0, 1e6]');
+  const rule = (values.rule as Rule | undefined) ?? DEFAULT_RULE;
+  if (rule === 'v1' && (num('contest-gain') !== undefined || num('tree-floor') !== undefined)) throw new UsageError('--contest-gain and --tree-floor belong to --rule v2');
+  const notices: string[] = [];
+  if (rule === 'v2' && num('widen') !== undefined) notices.push('--widen is a --rule v1 setting and has no effect under v2 (v2 widens contested forks through --contest-gain)');
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
   const allocate: AllocateOptions = {
+    rule,
+    contestGain: num('contest-gain'),
+    treeFloor: num('tree-floor'),
     budget: num('budget'),
     totalBudget: num('total-budget'),
     minPerTree: num('min-per-tree'),
@@ -99,8 +113,9 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     maxDepth: num('max-depth'),
   };
   return {
-    params: { alpha: num('alpha') ?? 1, tau: num('tau') ?? 0.5 },
+    params: { alpha: num('alpha') ?? 1, tau: num('tau') ?? 0.5, rule },
     allocate,
     backend: (values.backend as Backend | undefined) ?? 'auto',
+    notices,
   };
 }

@@ -3,16 +3,28 @@ import { ForestError } from '../forest/errors.js';
 import { OptionError } from '../util/errors.js';
 import { UsageError } from './flags.js';
 
+import type { CommandHelp } from './help.js';
+
+/** The commands, each with its one-line summary and its help (loaded only when asked for). */
+const COMMANDS: Record<string, { line: string; help: () => Promise<CommandHelp> }> = {
+  score: { line: 'score a forest and write the allocation plan (JSON)', help: async () => (await import('./score.js')).SCORE_COMMAND },
+  demo: { line: 'the main job on a seeded synthetic batch, with a summary', help: async () => (await import('./demo.js')).DEMO_COMMAND },
+  viz: { line: "an explorable priority heatmap of the forest's trees (HTML, or SVG)", help: async () => (await import('./viz.js')).VIZ_COMMAND },
+  serve: { line: 'a live forest driven by JSON Lines over stdin/stdout', help: async () => (await import('./serve.js')).SERVE_COMMAND },
+};
+
 const USAGE = `trace-alloc — TRACE rollout allocation for tree-structured agentic RL
 
 usage:
-  trace-alloc score FILE|- [flags]   score a forest and write the allocation plan (JSON)
-  trace-alloc demo [flags]           the main job on a seeded synthetic batch, with a summary
-  trace-alloc viz FILE --out F.html  an explorable priority heatmap of the forest's trees
-  trace-alloc serve --stdio          a live forest driven by JSON Lines over stdin/stdout
-  trace-alloc --version
+  trace-alloc score FILE|- [flags]     ${COMMANDS.score.line}
+  trace-alloc demo [flags]             ${COMMANDS.demo.line}
+  trace-alloc viz FILE|- --out FILE    ${COMMANDS.viz.line}
+  trace-alloc serve --stdio [flags]    ${COMMANDS.serve.line}
+  trace-alloc --version, -V            print the version
+  trace-alloc --help, -h               print this help
 
-Run 'trace-alloc <command> --help' for a command's flags.`;
+Run 'trace-alloc <command> --help' (or 'trace-alloc help <command>') for a command's flags,
+each with its default.`;
 
 // Mesa's Vulkan drivers warn on stderr without a runtime dir; give them one before WebGPU loads.
 process.env.XDG_RUNTIME_DIR ??= '/tmp';
@@ -30,14 +42,16 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       return (await import('./serve.js')).runServe(rest);
     case '--version':
+    case '-V':
     case '-v':
       process.stdout.write(`${await version()}\n`);
       return 0;
     case undefined:
       throw new UsageError("a command is needed: score, demo, viz or serve (see 'trace-alloc --help')");
+    case 'help':
+      return printHelp(rest[0]);
     case '--help':
     case '-h':
-    case 'help':
       process.stdout.write(`${USAGE}\n`);
       return 0;
     default:
@@ -46,11 +60,9 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function printHelp(command: string | undefined): Promise<number> {
-  if (command === 'score') process.stdout.write(`${(await import('./score.js')).SCORE_USAGE}\n`);
-  else if (command === 'demo') process.stdout.write(`${(await import('./demo.js')).DEMO_USAGE}\n`);
-  else if (command === 'viz') process.stdout.write(`${(await import('./viz.js')).VIZ_USAGE}\n`);
-  else if (command === 'serve') process.stdout.write(`${(await import('./serve.js')).SERVE_USAGE}\n`);
-  else process.stdout.write(`${USAGE}\n`);
+  const entry = command === undefined ? undefined : COMMANDS[command];
+  if (entry === undefined) process.stdout.write(`${USAGE}\n`);
+  else process.stdout.write(`${(await import('./help.js')).renderCommandHelp(await entry.help())}\n`);
   return 0;
 }
 

@@ -3,17 +3,30 @@ import { planToJson } from '../allocate/plan.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { defineCommand, SCORE_FLAG_HELP } from './help.js';
 import { checkOutputPath, writeResult } from './output.js';
 
-export const SCORE_USAGE = `usage: trace-alloc score FILE|- [--budget N | --total-budget N [--min-per-tree M]]
-         [--alpha A] [--tau T] [--prune-ratio R] [--widen L] [--base-depth D]
-         [--depth-gain G] [--max-depth X] [--backend auto|gpu|cpu] [--scores] [--out FILE]`;
+export const SCORE_COMMAND = defineCommand({
+  name: 'score',
+  operands: 'FILE|-',
+  summary: `Reads a forest (JSON or JSON Lines; - for standard input), scores every sibling group and
+writes the allocation plan as JSON (docs/ALGORITHM.md, 'Allocation'). --budget and
+--total-budget exclude each other. Exit 0 ok, 2 bad input or flags (one line on stderr naming
+the tree, the node and the field), 1 internal error; nothing is written when anything fails.`,
+  flags: { ...SCORE_FLAGS, scores: 'boolean', out: 'string' },
+  docs: {
+    ...SCORE_FLAG_HELP,
+    scores: { default: 'off', meaning: 'add per-node scores and per-fork intensities to the plan' },
+    out: { value: 'FILE', default: 'standard output', meaning: 'write the plan there (atomically) instead of standard output' },
+  },
+});
 
-/** `trace-alloc score`: forest file → plan JSON (SPEC §5). Nothing is written unless everything succeeded. */
+/** `trace-alloc score`: forest file → plan JSON (docs/ALGORITHM.md, 'Allocation'). Nothing is written unless everything succeeded. */
 export async function runScore(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, { ...SCORE_FLAGS, scores: 'boolean', out: 'string' });
+  const { values, positionals } = parseFlags(argv, SCORE_COMMAND.flags);
   if (positionals.length !== 1) throw new UsageError(`score needs exactly one FILE (or - for standard input), got ${positionals.length}`);
   const settings = scoreSettings(values);
+  for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   checkOutputPath(values.out as string | undefined);
   const forest = loadForestFile(positionals[0]);
   const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });

@@ -1,23 +1,31 @@
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { LiveSession } from '../live/protocol.js';
+import { DEFAULT_PARAMS } from '../score/types.js';
 import { parseFlags, UsageError } from './flags.js';
+import { defineCommand } from './help.js';
 
-export const SERVE_USAGE = `usage: trace-alloc serve --stdio [--backend auto|gpu|cpu] [--dim N] [--alpha A] [--tau T]
-
-Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
+export const SERVE_COMMAND = defineCommand({
+  name: 'serve',
+  operands: '--stdio',
+  summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
 stats, set-params). Errors are responses ({"ok": false, "error": {"code", "message"}}), never
-an exit; the forest survives malformed lines. Ends at end of input. Protocol: docs/PROTOCOL.md.
-
-  --stdio      serve on stdin/stdout (required; the only transport)
-  --backend    where dirty groups are re-scored (default auto: the GPU when an adapter exists)
-  --dim        embedding dimension (default: taken from the first tree added)
-  --alpha      α of SPEC §2 (default 1)      --tau   τ (default 0.5)`;
+an exit; the forest survives malformed lines. Ends at end of input. Protocol: docs/PROTOCOL.md.`,
+  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'] },
+  docs: {
+    stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
+    backend: { default: 'auto', meaning: 'where dirty groups are re-scored: cpu, gpu, or auto (the GPU when an adapter exists)' },
+    dim: { value: 'N', default: 'taken from the first tree added', meaning: 'embedding dimension of the live forest' },
+    alpha: { value: 'A', default: String(DEFAULT_PARAMS.alpha), meaning: "contrast damping α > 0 (set-params changes it later)" },
+    tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
+    rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
+  },
+});
 
 /** `trace-alloc serve --stdio`: a sidecar for training jobs. Returns the exit code. */
 export async function runServe(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number' });
+  const { values, positionals } = parseFlags(argv, SERVE_COMMAND.flags);
   if (positionals.length > 0) throw new UsageError(`serve takes no arguments, got ${JSON.stringify(positionals[0])}`);
   if (values.stdio !== true) throw new UsageError('serve needs --stdio (JSON Lines on stdin/stdout is the only transport)');
   const dim = values.dim as number | undefined;
@@ -29,7 +37,7 @@ export async function runServe(argv: string[]): Promise<number> {
   const session = new LiveSession({
     backend: (values.backend as 'auto' | 'gpu' | 'cpu' | undefined) ?? 'auto',
     ...(dim !== undefined ? { dim } : {}),
-    params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}) },
+    params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
     onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
   });
 

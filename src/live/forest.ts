@@ -98,10 +98,10 @@ export class LiveForest {
     this.store.removeTree(treeId);
   }
 
-  /** Changes α or τ: every group's scores change. */
+  /** Changes α, τ or the rule: every group's scores change. */
   setParams(params: Partial<ScoreParams>): void {
     const next = resolveParams({ ...this.params, ...params });
-    if (next.alpha === this.params.alpha && next.tau === this.params.tau) return;
+    if (next.alpha === this.params.alpha && next.tau === this.params.tau && next.rule === this.params.rule) return;
     this.params = next;
     this.store.markAllDirty();
   }
@@ -156,7 +156,7 @@ export class LiveForest {
   /** Re-scores what changed, then re-allocates what changed (SPEC §4). */
   async plan(options: LivePlanOptions = {}): Promise<LivePlanSummary> {
     await this.rescore();
-    const summary = this.planner.plan(options);
+    const summary = this.planner.plan(options, this.params.rule);
     this.planned = true;
     this.counters.plans++;
     this.counters.replannedTrees += summary.replanned.length;

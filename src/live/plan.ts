@@ -1,5 +1,6 @@
-import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from '../allocate/options.js';
+import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions, type Rule } from '../allocate/options.js';
 import { largestRemainder } from '../allocate/rounding.js';
+import { claimOf } from '../allocate/v2.js';
 import { describeValue } from '../forest/errors.js';
 import type { LiveStore } from './store.js';
 
@@ -95,15 +96,17 @@ export class LivePlanner {
     for (let i = 0; i < count; i++) this.resplitRows[this.resplitCount++] = parents[i];
   }
 
-  plan(options: LivePlanOptions = {}): LivePlanSummary {
+  /** `scoredRule`: the rule the store's scores were computed with (the plan's rule defaults to it). */
+  plan(options: LivePlanOptions = {}, scoredRule?: Rule): LivePlanSummary {
     const store = this.store;
     const order = store.treeOrder;
     const T = order.length;
     const { budget, ...rest } = options;
-    const opts = resolveAllocateOptions({ ...rest, budget: typeof budget === 'number' ? budget : undefined });
+    const opts = resolveAllocateOptions({ ...rest, budget: typeof budget === 'number' ? budget : undefined }, scoredRule);
     const perTree = budget !== undefined && typeof budget === 'object' && budget !== null ? budget : undefined;
     if (budget !== undefined && typeof budget !== 'number' && perTree === undefined) throw new RangeError(`budget must be a number or an object of budgets by tree id, got ${describeValue(budget)}`);
-    const key = `${opts.pruneRatio},${opts.widen},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
+    const key = `${opts.rule},${opts.pruneRatio},${opts.widen},${opts.contestGain},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
+    const v2 = opts.rule === 'v2';
     if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
     const planDirty = store.planDirty;
 
@@ -123,7 +126,8 @@ export class LivePlanner {
       if (p < 0) continue;
       const slot = rowTree[p];
       if (planDirty[slot] !== 2) { resplit[i] = -1; continue; }
-      if (groupsOf[slot] > PARTIAL_GROUPS) planDirty[slot] = 1;
+      // Under v2 every claim of a tree shares one normalizer, so a re-scored group changes the whole tree.
+      if (groupsOf[slot] > PARTIAL_GROUPS || v2) planDirty[slot] = 1;
       groupsOf[slot] = 0;
       if (planDirty[slot] === 1) { resplit[i] = -1; continue; }
       this.splitGroup(p, opts.pruneRatio);
@@ -148,7 +152,7 @@ export class LivePlanner {
     const budgets = this.budgets.subarray(0, T);
     let unallocatedTotal = 0;
     if (opts.totalBudget !== undefined) {
-      unallocatedTotal = this.splitGlobal(opts.totalBudget, opts.minPerTree, budgets);
+      unallocatedTotal = this.splitGlobal(opts.totalBudget, opts.minPerTree, opts.treeFloor, budgets);
     } else if (perTree !== undefined) {
       for (let t = 0; t < T; t++) {
         const id = store.slotId[order[t]];
@@ -179,7 +183,8 @@ export class LivePlanner {
       const dirty = planDirty[slot] !== 0;
       if (!dirty && this.lastBudget[slot] === budgets[t]) continue;
       if (planDirty[slot] === 1 && !global) this.refreshTree(slot, opts.pruneRatio);
-      if (planDirty[slot] !== 2 || this.lastBudget[slot] !== budgets[t]) this.flowTree(slot, budgets[t], widen);
+      if (v2) this.flowTreeV2(slot, budgets[t], opts.contestGain);
+      else if (planDirty[slot] !== 2 || this.lastBudget[slot] !== budgets[t]) this.flowTree(slot, budgets[t], widen);
       this.finishTree(slot, budgets[t], opts);
       store.planDirty[slot] = 0;
       this.lastBudget[slot] = budgets[t];
@@ -261,7 +266,7 @@ export class LivePlanner {
   }
 
   /** SPEC §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
-  private splitGlobal(total: number, minPerTree: number, out: Float64Array): number {
+  private splitGlobal(total: number, minPerTree: number, treeFloor: number, out: Float64Array): number {
     const s = this.store;
     const order = s.treeOrder;
     const T = order.length;
@@ -272,7 +277,7 @@ export class LivePlanner {
       if (!s.live[s.slotStart[slot]]) { share[t] = 0; continue; }
       liveTrees++;
       const count = this.groupCount[slot];
-      share[t] = 1e-3 + (count > 0 ? this.groupSum[slot] / count : 0);
+      share[t] = treeFloor + (count > 0 ? this.groupSum[slot] / count : 0);
       qSum += share[t];
     }
     if (total < minPerTree * liveTrees) {
@@ -298,6 +303,34 @@ export class LivePlanner {
     s.inflow[lo] = rootLive ? budget : 0;
     s.priority[lo] = 1;
     for (let v = lo; v < hi; v++) this.flowRow(v, widen);
+  }
+
+  /**
+   * One tree of `allocate` under rule v2, operation for operation as `flowClaimsV2`: ψ from the
+   * parent side, the claims π_v = ψ_v·a_v of rows reached through kept children, and
+   * x_v = B·π_v/Σπ. `inflow` holds "reached" (1 or 0) here; v1 keeps its mass there.
+   */
+  private flowTreeV2(slot: number, budget: number, contestGain: number): void {
+    const s = this.store;
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const { live, kept, weight, intensity, childStart, childCount, child, terminal, parentRow, inflow: reach, mass, priority } = s;
+    priority[lo] = 1;
+    let total = 0;
+    for (let v = lo; v < hi; v++) {
+      const k = childCount[v];
+      const pk = priority[v] * k;
+      for (let q = childStart[v], end = q + k; q < end; q++) { const c = child[q]; priority[c] = pk * weight[c]; }
+      reach[v] = v === lo ? live[v] : reach[parentRow[v]] * kept[v];
+      if (reach[v] === 0) { mass[v] = 0; continue; }
+      const claim = priority[v] * claimOf(terminal[v] === 0, k, intensity[v], contestGain);
+      mass[v] = claim;
+      total += claim;
+    }
+    const placed = live[lo] === 1 && total > 0;
+    this.unallocated[slot] = placed ? 0 : budget;
+    if (!placed) { mass.fill(0, lo, hi); return; }
+    const scale = budget / total;
+    for (let v = lo; v < hi; v++) mass[v] = scale * mass[v];
   }
 
   /**
@@ -350,7 +383,7 @@ export class LivePlanner {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
     const { mass, branches, depth, priority } = s;
-    if (s.live[lo] === 1 && budget !== 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order);
+    if (s.live[lo] === 1 && budget !== 0 && this.unallocated[slot] === 0) roundTree(mass, lo, hi, budget, branches, s.identity, s.order);
     else branches.fill(0, lo, hi);
 
     const { baseDepth, depthGain, minDepth, maxDepth } = opts;

@@ -38,7 +38,7 @@ export interface SessionOptions {
 }
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
-const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
+const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
 const FIELDS: Record<string, readonly string[]> = {
   'add-tree': ['tree', 'trees'],
   'add-nodes': ['tree', 'nodes'],
@@ -48,7 +48,7 @@ const FIELDS: Record<string, readonly string[]> = {
   plan: [...PLAN_FIELDS, 'scores', 'trees', 'changed'],
   scores: ['trees'],
   stats: [],
-  'set-params': ['alpha', 'tau'],
+  'set-params': ['alpha', 'tau', 'rule'],
 };
 
 /**
@@ -161,6 +161,10 @@ export class LiveSession {
           if (typeof req[k] !== 'number') throw new RequestError('invalid_options', `"${k}" must be a number, got ${describeValue(req[k])}`);
           next[k] = req[k] as number;
         }
+        if (req.rule !== undefined) {
+          if (req.rule !== 'v1' && req.rule !== 'v2') throw new RequestError('invalid_options', `"rule" must be "v1" or "v2", got ${describeValue(req.rule)}`);
+          next.rule = req.rule;
+        }
         checkParams(next);
         this.options.params = next;
         this.forest?.setParams(next);
@@ -171,7 +175,7 @@ export class LiveSession {
   }
 
   private params(): ScoreParams {
-    return checkParams({ alpha: 1, tau: 0.5, ...this.options.params });
+    return checkParams({ alpha: 1, tau: 0.5, rule: 'v2', ...this.options.params });
   }
 
   private async addTrees(req: Record<string, unknown>): Promise<unknown> {

@@ -103,6 +103,7 @@ export function scoreGroupsCpu(
 ): void {
   const { dim, embedding, reward, visits, uncertainty, groupOffset, groupChild } = forest;
   const { alpha, tau } = params;
+  const split = params.rule === 'v2';
   const contrastOut = out.contrast, weightOut = out.weight, gaOut = out.gradAlpha, gbOut = out.gradTau;
   const pairValues = pairs === undefined ? NO_VALUES : pairs.values;
   for (let g = groupStart; g < groupEnd; g++) {
@@ -149,7 +150,13 @@ export function scoreGroupsCpu(
         const den = delta + alpha * dist + CONTRAST_EPSILON;
         const c = delta / den;
         const dc = (-alpha * delta * dist) / (den * den);
-        C[i] += c; C[j] += c; Cd[i] += dc; Cd[j] += dc;
+        if (split) {
+          const ui = uncertainty[ri] + CONTRAST_EPSILON, uj = uncertainty[rj] + CONTRAST_EPSILON;
+          const si = (2 * ui) / (ui + uj), sj = 2 - si;
+          C[i] += si * c; C[j] += sj * c; Cd[i] += si * dc; Cd[j] += sj * dc;
+        } else {
+          C[i] += c; C[j] += c; Cd[i] += dc; Cd[j] += dc;
+        }
       }
     }
     let cMax = -Infinity, cSum = 0;

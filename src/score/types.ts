@@ -7,6 +7,8 @@ export interface ScoreParams {
   alpha: number;
   /** τ > 0: softmax temperature of the priority weights. Default 0.5. */
   tau: number;
+  /** Which rule (docs/ALGORITHM.md): 'v2' (default) or 'v1'. Scoring differs only in how a pair's contrast is shared. */
+  rule?: 'v1' | 'v2';
 }
 
 export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, tau: 0.5 });
@@ -45,5 +47,7 @@ export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   const tau = params?.tau ?? DEFAULT_PARAMS.tau;
   if (!(alpha > 0) || !Number.isFinite(alpha)) throw new OptionError(`alpha must be a finite number > 0, got ${alpha}`);
   if (!(tau > 0) || !Number.isFinite(tau)) throw new OptionError(`tau must be a finite number > 0, got ${tau}`);
-  return { alpha, tau };
+  const rule = params?.rule ?? 'v2';
+  if (rule !== 'v1' && rule !== 'v2') throw new OptionError(`rule must be 'v1' or 'v2', got ${String(rule)}`);
+  return { alpha, tau, rule };
 }

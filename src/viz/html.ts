@@ -37,11 +37,11 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
   const opts = allocation.options;
   const data = {
     version: 1,
-    params: { alpha: scores.params.alpha, tau: scores.params.tau },
+    params: { alpha: scores.params.alpha, tau: scores.params.tau, rule: opts.rule },
     backend: scores.backend,
     allocation: {
       budget: opts.totalBudget === undefined ? 'per tree' : `total ${opts.totalBudget} (min ${opts.minPerTree} per live tree)`,
-      pruneRatio: opts.pruneRatio, widen: opts.widen, baseDepth: opts.baseDepth, depthGain: opts.depthGain, maxDepth: opts.maxDepth,
+      rule: opts.rule, pruneRatio: opts.pruneRatio, widen: opts.widen, contestGain: opts.contestGain, treeFloor: opts.treeFloor, baseDepth: opts.baseDepth, depthGain: opts.depthGain, maxDepth: opts.maxDepth,
     },
     forestTrees: selection.forestTrees,
     note: selection.note,
@@ -55,8 +55,9 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
   };
   const title = options.title ?? 'trace-alloc \u00b7 priority heatmap';
   const o = data.allocation;
-  const settings = `\u03b1 ${scores.params.alpha} \u00b7 \u03c4 ${scores.params.tau} \u00b7 ${scores.backend} scores \u00b7 budget ${o.budget} \u00b7 `
-    + `\u03c1 ${o.pruneRatio} \u00b7 \u03bb ${o.widen} \u00b7 D0 ${o.baseDepth} \u00b7 \u03b3 ${o.depthGain}`;
+  const ruleSetting = o.rule === 'v1' ? `\u03bb ${o.widen}` : `\u03ba ${o.contestGain}`;
+  const settings = `rule ${o.rule} \u00b7 \u03b1 ${scores.params.alpha} \u00b7 \u03c4 ${scores.params.tau} \u00b7 ${scores.backend} scores \u00b7 budget ${o.budget} \u00b7 `
+    + `\u03c1 ${o.pruneRatio} \u00b7 ${ruleSetting} \u00b7 D0 ${o.baseDepth} \u00b7 \u03b3 ${o.depthGain}`;
   const radios = COLOR_METRICS.map((m) => `<label title="${escapeXml(METRIC_LABEL[m])} (key ${m[0]})"><input type="radio" name="metric" value="${m}"${m === metric ? ' checked' : ''}>${m}</label>`).join('');
   const html = `<!DOCTYPE html>
 <html lang="en">

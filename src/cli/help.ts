@@ -1,0 +1,95 @@
+import { DEFAULT_BUDGET, DEFAULT_CONTEST_GAIN, DEFAULT_RULE, DEFAULT_TREE_FLOOR_V2, resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_PARAMS } from '../score/types.js';
+import type { FlagDefs, SCORE_FLAGS } from './flags.js';
+
+/** What `--help` says about one flag: its value's placeholder, its default (or that it is required) and a one-line meaning. */
+export type FlagHelp = {
+  /** Placeholder of the value (`N`, `FILE`); enums show their choices, booleans take none. */
+  value?: string;
+  meaning: string;
+} & ({ default: string; required?: never } | { required: true; default?: never });
+
+/**
+ * A command as `--help` shows it. `flags` is the very object the command hands to `parseFlags`,
+ * and `docs` must have an entry for each of its keys (the type says so), so a flag the parser
+ * accepts cannot be missing from the help.
+ */
+export interface CommandHelp<F extends FlagDefs = FlagDefs> {
+  name: string;
+  /** What follows `trace-alloc <name>` besides the flags, e.g. `FILE|-`. */
+  operands: string;
+  summary: string;
+  flags: F;
+  docs: { readonly [K in keyof F]: FlagHelp };
+}
+
+export function defineCommand<F extends FlagDefs>(help: CommandHelp<F>): CommandHelp<F> {
+  return help;
+}
+
+const allocateDefaults = resolveAllocateOptions();
+
+/** The scoring and allocation flags shared by `score`, `viz` and `demo`. */
+export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHelp } = {
+  budget: { value: 'N', default: String(DEFAULT_BUDGET), meaning: 'new rollouts per tree' },
+  'total-budget': { value: 'N', default: 'off, a budget per tree', meaning: 'one budget for the whole forest, split across live trees by intensity' },
+  'min-per-tree': { value: 'M', default: String(allocateDefaults.minPerTree), meaning: 'floor per live tree with --total-budget' },
+  alpha: { value: 'A', default: String(DEFAULT_PARAMS.alpha), meaning: 'contrast damping α > 0' },
+  tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0' },
+  'prune-ratio': { value: 'R', default: String(allocateDefaults.pruneRatio), meaning: 'stop siblings whose weight is below R × the best, R in [0, 1)' },
+  rule: { default: DEFAULT_RULE, meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (kept for reproducibility)' },
+  'contest-gain': { value: 'K', default: String(DEFAULT_CONTEST_GAIN), meaning: 'v2: an open node heading a fork claims 1 + K × the fork\'s intensity, K >= 0' },
+  'tree-floor': { value: 'Q', default: String(DEFAULT_TREE_FLOOR_V2), meaning: 'v2, with --total-budget: every live tree\'s weight is Q + its mean intensity, Q > 0' },
+  widen: { value: 'L', default: String(allocateDefaults.widen), meaning: "v1 only: share of an open node's mass kept at it, scaled by its fork's intensity, L in [0, 1]" },
+  'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'depth of a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X); v1: steps a rollout takes, v2: steps within which the new branch may fork again (it runs to the end)' },
+  'depth-gain': { value: 'G', default: String(allocateDefaults.depthGain), meaning: 'how strongly priority ψ stretches depth' },
+  'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth a plan gives' },
+  backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU), auto (GPU if an adapter exists)' },
+};
+
+const WIDTH = 100;
+const LONGEST_INLINE_CHOICES = 14;
+const NBSP = '\u00a0';
+
+function placeholder(kind: FlagDefs[string], help: FlagHelp): string {
+  if (kind === 'boolean') return '';
+  if (Array.isArray(kind)) return ` ${kind.join('|').length <= LONGEST_INLINE_CHOICES ? kind.join('|') : (help.value ?? 'X')}`;
+  return ` ${help.value ?? (kind === 'string' ? 'FILE' : 'N')}`;
+}
+
+function describe(kind: FlagDefs[string], help: FlagHelp): string {
+  const choices = Array.isArray(kind) && kind.join('|').length > LONGEST_INLINE_CHOICES ? `; one of ${kind.join(', ')}` : '';
+  // The bracket is one unit for wrap(): its spaces are non-breaking until the lines are made.
+  const tag = `[${help.required ? 'required' : `default: ${help.default}`}]`.replace(/ /g, NBSP);
+  return `${help.meaning}${choices} ${tag}`;
+}
+
+/** Words of `text` in lines of at most `width` characters. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) { lines.push(line); line = word; }
+    else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line].map((l) => l.replaceAll(NBSP, ' '));
+}
+
+/** Flags of `help.flags` that have no entry in `help.docs` (empty when the help is complete). */
+export function undocumentedFlags(help: CommandHelp): string[] {
+  return Object.keys(help.flags).filter((name) => help.docs[name] === undefined);
+}
+
+/** The text of `trace-alloc <command> --help`: usage, summary, then every flag with default and meaning. */
+export function renderCommandHelp(help: CommandHelp): string {
+  const missing = undocumentedFlags(help);
+  if (missing.length > 0) throw new Error(`trace-alloc ${help.name}: no help for ${missing.map((f) => `--${f}`).join(', ')}`);
+  const rows = Object.entries(help.flags).map(([name, kind]) => {
+    const doc = help.docs[name];
+    return { name: `--${name}${placeholder(kind, doc)}`, text: describe(kind, doc) };
+  });
+  rows.push({ name: '-h, --help', text: 'print this help and exit' });
+  const indent = Math.max(...rows.map((r) => r.name.length)) + 4;
+  const lines = rows.flatMap((r) => wrap(r.text, WIDTH - indent).map((part, i) => `${i === 0 ? `  ${r.name}`.padEnd(indent) : ' '.repeat(indent)}${part}`));
+  return [`usage: trace-alloc ${help.name}${help.operands === '' ? '' : ` ${help.operands}`} [flags]`, '', help.summary, '', 'flags:', ...lines].join('\n');
+}
