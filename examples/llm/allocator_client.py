@@ -84,14 +84,9 @@ class AllocatorClient:
         self._last_offset: list[int] = []
         self._last: dict = {}
         pkg = _load_package() if prefer_package and os.environ.get("TRACE_ALLOC_LLM_TRANSPORT") != "json" else None
-        client_type = None
-        if pkg is not None:
-            client_type = next((getattr(pkg, n) for n in dir(pkg)
-                                if isinstance(getattr(pkg, n), type) and hasattr(getattr(pkg, n), "plan")
-                                and hasattr(getattr(pkg, n), "add_forest")), None)
-        if client_type is not None:
-            self._client = client_type(command)
-            self.transport = "trace_alloc package, binary add_forest"
+        if pkg is not None and hasattr(getattr(pkg, "Service", None), "add_forest"):
+            self._client = pkg.Service(command)
+            self.transport = "trace_alloc package %s, binary add_forest" % getattr(pkg, "__version__", "?")
             self._binary = True
         else:
             module = _load_json_client()
@@ -112,10 +107,11 @@ class AllocatorClient:
         cols = {"parent": parent, "reward": reward, "visits": visits, "uncertainty": uncertainty,
                 "terminal": terminal, "embedding": embedding}
         if self._binary:
-            if self._ids:
+            same = list(ids) == self._ids
+            if self._ids and not same:
                 self._client.remove_trees(self._ids)
             self._client.add_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding,
-                                    tree_id=ids)
+                                    tree_id=list(ids), replace=same)
         elif list(ids) != self._ids:
             if self._ids:
                 self._client.remove_trees(self._ids)
@@ -143,6 +139,9 @@ class AllocatorClient:
         self.nodes_sent.append(int(tree_offset[-1]))
 
     def plan(self, total_budget: int, min_per_tree: int = 1, scores: bool = False) -> dict:
+        """The plan as the service sent it (JSON shapes, camelCase)."""
+        if hasattr(self._client, "plan_json"):
+            return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores)
         return _plain(self._client.plan(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores))
 
     def set_params(self, alpha: float, tau: float) -> dict:

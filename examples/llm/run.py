@@ -57,6 +57,8 @@ def summarize(runs: list[dict], samplers: list[str]) -> dict:
             "mean_success": mean_interval([r["mean_success"] for r in rs]),
             "curve": [{"tokens": rs[0]["curve"][i][0], **mean_interval([r["curve"][i][1] for r in rs])} for i in range(points)],
             "step_s": mean_interval([r["step_s"] for r in rs]),
+            "rollouts_per_step": mean_interval([sum(x["rollouts"] for x in r["steps"]) / len(r["steps"]) for r in rs]),
+            "successes_per_step": mean_interval([sum(x["successes"] for x in r["steps"]) / len(r["steps"]) for r in rs]),
         }
         if s.startswith("trace"):
             out[s]["allocator_share"] = mean_interval([r["allocator_share"] for r in rs])
@@ -70,6 +72,36 @@ def summarize(runs: list[dict], samplers: list[str]) -> dict:
     return {"samplers": out, "paired_differences": diffs}
 
 
+def _ci(v: dict, scale: float = 1.0, fmt: str = "%.1f") -> str:
+    return (fmt + " [" + fmt + ", " + fmt + "]") % (scale * v["mean"], scale * v["ci95"][0], scale * v["ci95"][1])
+
+
+def summary_markdown(result: dict) -> str:
+    """The committed table: success in %, paired differences in points, 95% t-intervals over seeds."""
+    m, c, a = result["machine"], result["config"], result["allocator"] or {}
+    s = result["summary"]["samplers"]
+    n = next(iter(s.values()))["final_success"]["n"]
+    lines = ["# Tiny GPT-2 on the calculator task: results", "",
+             "`%s` — %d seeds, %d steps × %d generated tokens, %d prompts per step; trace-alloc rule %s, %s." % (
+                 result["command"], n, c["steps"], c["tokens_per_step"], c["prompts_per_step"], a.get("rule"), a.get("transport")),
+             "", "| sampler | final success % | mean success during training % | rollouts / step | successful rollouts / step | step time s | allocator share of step % |",
+             "|---|---|---|---|---|---|---|"]
+    for name, v in s.items():
+        share = _ci(v["allocator_share"], 100) if "allocator_share" in v else "—"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            name, _ci(v["final_success"], 100), _ci(v["mean_success"], 100), _ci(v["rollouts_per_step"]),
+            _ci(v["successes_per_step"]), _ci(v["step_s"], 1, "%.2f"), share))
+    lines += ["", "Paired differences (same seed, same pre-trained policy), percentage points:", "",
+              "| difference | mean [95% CI] |", "|---|---|"]
+    for k, v in result["summary"]["paired_differences"].items():
+        lines.append("| %s | %s |" % (k, _ci(v, 100, "%+.1f")))
+    lines += ["", "Machine: %s, %d cores, Python %s, torch %s, transformers %s, Node %s; %d processes; load average %.1f at the "
+              "start, %.1f at the end (shared machine); wall %.0f s; trace-alloc commit %s." % (
+                  m["cpu"], m["cores"], m["python"], m["torch"], m["transformers"], m["node"], m["processes"],
+                  m["loadavg_start"][0], m["loadavg_end"][0], m["wall_s"], m["trace_alloc_commit"]), ""]
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=6)
@@ -78,7 +110,10 @@ def main() -> int:
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--smoke", action="store_true", help="1 seed, a few steps (CI)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
+    ap.add_argument("--report-only", action="store_true", help="rewrite summary and charts from OUT/results.json")
     args = ap.parse_args()
+    if args.report_only:
+        return report(Path(args.out), json.loads((Path(args.out) / "results.json").read_text()))
     overrides = SMOKE if args.smoke else {}
     seeds = [args.first_seed] if args.smoke else list(range(args.first_seed, args.first_seed + args.seeds))
     samplers = args.samplers.split(",")
@@ -105,14 +140,20 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    return report(out, result)
+
+
+def report(out: Path, result: dict) -> int:
+    result["summary"] = summarize(result["runs"], list(dict.fromkeys(r["sampler"] for r in result["runs"])))
     write_charts(result, out)
+    (out / "summary.md").write_text(summary_markdown(result))
     for s, v in result["summary"]["samplers"].items():
         print("%-14s final %.3f [%.3f, %.3f]  mean %.3f [%.3f, %.3f]  step %.2fs%s" % (
             s, v["final_success"]["mean"], *v["final_success"]["ci95"], v["mean_success"]["mean"], *v["mean_success"]["ci95"],
             v["step_s"]["mean"], "  allocator %.1f%%" % (100 * v["allocator_share"]["mean"]) if "allocator_share" in v else ""))
     for k, v in result["summary"]["paired_differences"].items():
         print("%-40s %+.3f [%+.3f, %+.3f]" % (k, v["mean"], *v["ci95"]))
-    print("wall %.0f s, written to %s" % (info["wall_s"], out))
+    print("wall %.0f s, written to %s" % (result["machine"]["wall_s"], out))
     return 0
 
 
