@@ -4,6 +4,8 @@ import type { GpuTimings as ScorerTimings } from '../src/gpu/resident.js';
 import { GpuScorer } from '../src/gpu/scorer.js';
 import type { ScoreParams, Scores } from '../src/score/types.js';
 import { isEmulated, type AdapterInfo } from './machine.js';
+import type { GpuBreakdown } from './results.js';
+import { summarise } from './stats.js';
 
 /** One GPU call's breakdown as the scorer reports it (`lastTimings`), in milliseconds. */
 export interface GpuTimings {
@@ -81,4 +83,17 @@ export async function openGpuBench(): Promise<{ bench: GpuBench | undefined; ada
     },
   };
   return { bench, adapter };
+}
+
+/** The per-call breakdowns of timed GPU calls, summarised (undefined when none was kept). */
+export function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
+  if (timings.length === 0) return undefined;
+  const kernels = timings.map((t) => t.kernelsMs).filter((v): v is number => v !== undefined);
+  return {
+    upload: summarise(timings.map((t) => t.uploadMs), 'gpu-wall'),
+    kernels: kernels.length === timings.length ? summarise(kernels, 'gpu-timestamps') : undefined,
+    wait: summarise(timings.map((t) => t.waitMs), 'gpu-wall'),
+    readback: summarise(timings.map((t) => t.readbackMs), 'gpu-wall'),
+    total: summarise(timings.map((t) => t.totalMs), 'gpu-wall'),
+  };
 }

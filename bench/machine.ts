@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { cpuEmulationReason } from '../src/gpu/adapter.js';
 
 /** Where a run happened: enough to judge whether two results files are comparable. */
 export interface MachineInfo {
@@ -100,10 +101,21 @@ export interface AdapterInfo {
   shaderF16?: boolean;
 }
 
-const SOFTWARE = /llvmpipe|lavapipe|swiftshader|warp|software|cpu/i;
-
+/** A software rasteriser (lavapipe/llvmpipe, SwiftShader, WARP): the same rule `auto` uses. */
 export function isEmulated(info: Pick<AdapterInfo, 'vendor' | 'architecture' | 'device' | 'description'>): boolean {
-  return [info.vendor, info.architecture, info.device, info.description].some((s) => s !== undefined && SOFTWARE.test(s));
+  return cpuEmulationReason(info) !== undefined;
+}
+
+/**
+ * What `backend: 'auto'` picks for this adapter, by the rule `chooseAutoBackend` applies
+ * (described from the adapter the benchmark opened: a second adapter request in one process
+ * once crashed lavapipe).
+ */
+export function autoChoiceOf(a: AdapterInfo): { backend: 'cpu' | 'gpu'; why: string } {
+  if (!a.available) return { backend: 'cpu', why: `no WebGPU adapter (${a.reason ?? 'none found'})` };
+  const emulated = cpuEmulationReason(a);
+  if (emulated !== undefined) return { backend: 'cpu', why: `the adapter "${a.name}" is CPU-emulated (${emulated}) and slower than the cpu backend` };
+  return { backend: 'gpu', why: `a hardware adapter, ${a.name}` };
 }
 
 /** A short file-name-safe adapter name: "llvmpipe", "nvidia-h200", "cpu-only". */

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { barChart, formatNumber, lineChart, markdownTable, type BarGroup, type Series } from '../report/svg.js';
-import { GPU_PATHS, PATH_LABEL, PATHS, QUICK_FEW_SAMPLES, type BenchResults, type PathId, type WorkloadResult } from './results.js';
+import { FLOOR_PATHS, GPU_PATHS, PATH_LABEL, PATHS, QUICK_FEW_SAMPLES, type BenchResults, type PathId, type WorkloadResult } from './results.js';
 import { ratio, type Figure } from './stats.js';
 
 /**
@@ -62,7 +62,7 @@ export function renderReport(r: BenchResults, jsonName: string): RenderedReport 
   // 3. Speed-up over the CPU reference, per workload.
   const withCpu = r.workloads.filter((w) => w.figures.cpu);
   // The floor computes nothing, so "speed-up" would be meaningless for it; its ratio is in the W1 table.
-  const others = present(withCpu).filter((p) => p !== 'cpu' && p !== 'cpu+allocate' && p !== 'gpu+allocate' && p !== 'floor');
+  const others = present(withCpu).filter((p) => p !== 'cpu' && p !== 'cpu+allocate' && p !== 'gpu+allocate' && !FLOOR_PATHS.has(p));
   const groups: BarGroup[] = others.map((p) => {
     const values: number[] = [];
     const errors: Array<[number, number]> = [];
@@ -136,6 +136,12 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
       const parts = [vs('cpu', 'the CPU reference'), vs('naive', 'nested-object JS'), vs('tfjs', 'TensorFlow.js wasm'), vs('numpy', 'numpy'), vs('floor', 'its own transfer floor (upload + readback, no compute)')].filter((x) => x);
       out.push(`On W1 the GPU path${emulated ? ' (lavapipe, CPU-emulated)' : ''} takes ${parts.join(', ')} — time ratios from one run, below 1 is faster.`, '');
     }
+    const threaded = w1.figures['cpu-threads'], pass = w1.figures['mem-floor'];
+    if (threaded) {
+      const vsPass = pass ? `, and takes ${formatNumber(threaded.meanMs / pass.meanMs)}× one memory pass over the embedding matrix on as many threads (${formatNumber(pass.meanMs)} ms)` : '';
+      out.push(`On W1 the CPU reference on ${r.threads ?? 'all'} threads (worker threads over shared memory, bit-identical scores) has a speed-up of ${formatNumber(cpu.meanMs / threaded.meanMs)}× over one thread${vsPass}.`, '');
+    }
+    if (r.auto) out.push(`\`backend: 'auto'\` on this machine: **${r.auto.backend}** — ${r.auto.why}.`, '');
     out.push(markdownTable(['path', 'ms per call (mean ± 95 %)', 'time ÷ CPU reference', 'GPU end to end ÷ path', 'check vs reference (max abs diff)', 'samples'], rows).trimEnd());
     const b = w1.gpuBreakdown;
     if (b && gpu) {
@@ -145,7 +151,7 @@ function markdown(r: BenchResults, jsonName: string, emulated: boolean): string 
 
   out.push('', '#### Speed-up over the CPU reference per workload', '', `(CPU reference time ÷ path time; > 1 means faster than the reference. "—": not timed on that workload. ${SAMPLES_COLUMN})`, '');
   const ws = r.workloads.filter((w) => w.figures.cpu);
-  const cols = PATHS.filter((p) => p !== 'cpu' && p !== 'floor' && ws.some((w) => w.figures[p]));
+  const cols = PATHS.filter((p) => p !== 'cpu' && !FLOOR_PATHS.has(p) && ws.some((w) => w.figures[p]));
   out.push(markdownTable(['workload', 'groups', 'CPU ref ms', ...cols.map((p) => label(p, emulated)), 'samples'], ws.map((w) => [
     w.label,
     w.groups,

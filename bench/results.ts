@@ -4,11 +4,13 @@ import type { Figure } from './stats.js';
 import type { Workload } from './workloads.js';
 
 /** The paths timed side by side. Order here is the order of tables and legends. */
-export const PATHS = ['cpu', 'cpu+allocate', 'gpu', 'gpu-kernels', 'gpu+allocate', 'floor', 'naive', 'tfjs', 'numpy'] as const;
+export const PATHS = ['cpu', 'cpu-threads', 'mem-floor', 'cpu+allocate', 'gpu', 'gpu-kernels', 'gpu+allocate', 'floor', 'naive', 'tfjs', 'numpy'] as const;
 export type PathId = (typeof PATHS)[number];
 
 export const PATH_LABEL: Record<PathId, string> = {
   cpu: 'CPU reference (float64)',
+  'cpu-threads': 'CPU reference, all threads',
+  'mem-floor': 'memory-pass floor, all threads',
   'cpu+allocate': 'CPU score + allocate',
   gpu: 'GPU end to end',
   'gpu-kernels': 'GPU kernels alone',
@@ -18,6 +20,9 @@ export const PATH_LABEL: Record<PathId, string> = {
   tfjs: 'peer: TensorFlow.js wasm',
   numpy: 'peer: numpy',
 };
+
+/** Paths that compute no scores (data movement only): not a speed-up to chart. */
+export const FLOOR_PATHS: ReadonlySet<PathId> = new Set(['floor', 'mem-floor']);
 
 export const GPU_PATHS: ReadonlySet<PathId> = new Set(['gpu', 'gpu-kernels', 'gpu+allocate', 'floor']);
 
@@ -68,5 +73,9 @@ export interface BenchResults {
   /** Benchmark.js options the benny cases ran with. */
   sampling: { minSamples: number; maxTime: number };
   notes: string[];
+  /** Threads of the `cpu-threads` and `mem-floor` paths (absent in runs before they existed). */
+  threads?: number;
+  /** What `backend: 'auto'` chose on this machine, and its notice. */
+  auto?: { backend: 'cpu' | 'gpu'; why: string };
   workloads: WorkloadResult[];
 }

@@ -6,11 +6,13 @@ import type { CaseResult, Summary } from 'benny/lib/internal/common-types.js';
 import { allocate } from '../src/allocate/allocate.js';
 import type { PackedForest } from '../src/forest/packed.js';
 import { CpuScorer } from '../src/score/cpu.js';
+import { defaultThreads } from '../src/score/threads.js';
 import { DEFAULT_PARAMS } from '../src/score/types.js';
 import { formatNumber, markdownTable } from '../report/svg.js';
+import { MemoryPass } from './memory-pass.js';
 import { checkAgainstReference } from './check.js';
-import { openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
-import { adapterSlug, cpuMark, finishMachineInfo, machineInfo } from './machine.js';
+import { breakdown, openGpuBench, type GpuBench, type GpuTimings } from './gpu.js';
+import { adapterSlug, autoChoiceOf, cpuMark, finishMachineInfo, machineInfo } from './machine.js';
 import { naiveToArrays, scoreNaive, toNested } from './peers/naive.js';
 import { probeNumpy, runNumpy } from './peers/numpy.js';
 import { initTfjs, scoreTfjs } from './peers/tfjs.js';
@@ -24,7 +26,8 @@ import { buildForest, forestKey, packedBytes, planWorkloads, type Workload } fro
  * process, then a results JSON and the report regenerated from it.
  *
  * Flags: --quick, --only W1,dim-0 (workload ids), --no-gpu, --no-peers, --note "text",
- * --out-dir DIR (default bench/results).
+ * --out-dir DIR (default bench/results), --threads N (the threaded CPU path and the
+ * memory-pass floor, timed on W1 and the tree sweep; default: available parallelism).
  */
 interface Flags {
   quick: boolean;
@@ -33,12 +36,13 @@ interface Flags {
   peers: boolean;
   notes: string[];
   outDir: string;
+  threads: number;
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function parseFlags(argv: string[]): Flags {
-  const f: Flags = { quick: false, gpu: true, peers: true, notes: [], outDir: path.join(here, 'results') };
+  const f: Flags = { quick: false, gpu: true, peers: true, notes: [], outDir: path.join(here, 'results'), threads: defaultThreads() };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -52,7 +56,8 @@ function parseFlags(argv: string[]): Flags {
     else if (a === '--no-peers') f.peers = false;
     else if (a === '--note') f.notes.push(value());
     else if (a === '--out-dir') f.outDir = value();
-    else throw new Error(`unknown flag ${a} (flags: --quick, --only IDS, --no-gpu, --no-peers, --note TEXT, --out-dir DIR)`);
+    else if (a === '--threads') f.threads = Number(value());
+    else throw new Error(`unknown flag ${a} (flags: --quick, --only IDS, --no-gpu, --no-peers, --note TEXT, --out-dir DIR, --threads N)`);
   }
   return f;
 }
@@ -94,21 +99,9 @@ function samplesFor(firstCallMs: number, s: { minSamples: number; quick: boolean
   return s.quick && firstCallMs > QUICK_FEW_SAMPLES.aboveMs ? QUICK_FEW_SAMPLES.samples : s.minSamples;
 }
 
-function breakdown(timings: GpuTimings[]): GpuBreakdown | undefined {
-  if (timings.length === 0) return undefined;
-  const kernels = timings.map((t) => t.kernelsMs).filter((v): v is number => v !== undefined);
-  return {
-    upload: summarise(timings.map((t) => t.uploadMs), 'gpu-wall'),
-    kernels: kernels.length === timings.length ? summarise(kernels, 'gpu-timestamps') : undefined,
-    wait: summarise(timings.map((t) => t.waitMs), 'gpu-wall'),
-    readback: summarise(timings.map((t) => t.readbackMs), 'gpu-wall'),
-    total: summarise(timings.map((t) => t.totalMs), 'gpu-wall'),
-  };
-}
-
 let cachedForest: { key: string; forest: PackedForest } | undefined;
 
-async function runWorkload(w: Workload, ctx: { peers: boolean; gpu: GpuBench | undefined; gpuNote: string; tfjs: boolean; tfjsNote: string; numpy: boolean; numpyNote: string; sampling: { minSamples: number; maxTime: number; quick: boolean } }): Promise<WorkloadResult> {
+async function runWorkload(w: Workload, ctx: { threads: { cpu: CpuScorer; pass: MemoryPass } | undefined; peers: boolean; gpu: GpuBench | undefined; gpuNote: string; tfjs: boolean; tfjsNote: string; numpy: boolean; numpyNote: string; sampling: { minSamples: number; maxTime: number; quick: boolean } }): Promise<WorkloadResult> {
   const t0 = performance.now();
   const key = forestKey(w);
   if (cachedForest?.key !== key) {
@@ -123,6 +116,15 @@ async function runWorkload(w: Workload, ctx: { peers: boolean; gpu: GpuBench | u
   const res: WorkloadResult = { ...w, nodes: forest.nodeCount, groups: forest.groupCount, packedBytes: packedBytes(forest), generateMs, peakRssMiB: 0, figures: {}, checks: {}, skipped: {} };
   const cases: Case[] = [{ path: 'cpu', fn: () => cpu.scoreSync(forest, PARAMS), firstMs: cpuFirstMs }];
   if (w.allocate) cases.push({ path: 'cpu+allocate', fn: () => allocate(forest, cpu.scoreSync(forest, PARAMS)), firstMs: cpuFirstMs });
+  // All cores: the threaded CPU path and the memory-pass floor on as many threads (W1 and the tree sweep).
+  const threads = ctx.threads;
+  if (threads && (w.sweeps.includes('w1') || w.sweeps.includes('trees'))) {
+    const [got, threadsMs] = await timedAsync(() => threads.cpu.score(forest, PARAMS));
+    res.checks['cpu-threads'] = checkAgainstReference(forest, ref, got);
+    if (res.checks['cpu-threads'].ok) cases.push({ path: 'cpu-threads', fn: async () => { await threads.cpu.score(forest, PARAMS); }, firstMs: threadsMs });
+    const [, passMs] = await timedAsync(() => threads.pass.pass(forest.embedding));
+    cases.push({ path: 'mem-floor', fn: async () => { await threads.pass.pass(forest.embedding); }, firstMs: passMs });
+  }
 
   // GPU paths: checked once (that call also compiles the pipelines), then timed.
   const gpuTimings: GpuTimings[] = [];
@@ -213,10 +215,13 @@ async function main(): Promise<void> {
   const notes = [...flags.notes];
   process.env.XDG_RUNTIME_DIR ??= '/tmp/xdg';
 
+  const threads = flags.threads > 0 ? { cpu: new CpuScorer({ threads: flags.threads }), pass: await MemoryPass.create(flags.threads) } : undefined;
   const opened = flags.gpu ? await openGpuBench() : { bench: undefined, adapter: { available: false, reason: 'disabled with --no-gpu' } };
   const gpu = opened.bench;
   const adapter = opened.adapter;
   const gpuNote = adapter.available ? '' : `no WebGPU adapter (${adapter.reason})`;
+  const auto = autoChoiceOf(adapter);
+  console.log(`backend auto on this machine: ${auto.backend} (${auto.why})`);
   let tfjsNote = 'disabled with --no-peers';
   let tfjs = false;
   if (flags.peers) {
@@ -250,10 +255,12 @@ async function main(): Promise<void> {
   const results: WorkloadResult[] = [];
   try {
     for (const w of workloads) {
-      results.push(await runWorkload(w, { peers: flags.peers, gpu, gpuNote, tfjs, tfjsNote, numpy: np.available, numpyNote, sampling }));
+      results.push(await runWorkload(w, { threads, peers: flags.peers, gpu, gpuNote, tfjs, tfjsNote, numpy: np.available, numpyNote, sampling }));
     }
   } finally {
     gpu?.destroy();
+    threads?.cpu.destroy();
+    threads?.pass.destroy();
   }
 
   const finished = new Date();
@@ -269,6 +276,8 @@ async function main(): Promise<void> {
     peers: { tfjs: tfjsNote, numpy: numpyNote },
     sampling: { minSamples: sampling.minSamples, maxTime: sampling.maxTime },
     notes,
+    threads: flags.threads,
+    auto,
     workloads: results,
   };
   mkdirSync(flags.outDir, { recursive: true });
@@ -288,7 +297,7 @@ async function main(): Promise<void> {
   for (const p of written) console.log(`wrote ${p}`);
 }
 
-const PATHS_PRINTED: PathId[] = ['cpu', 'gpu', 'gpu-kernels', 'floor', 'naive', 'tfjs', 'numpy'];
+const PATHS_PRINTED: PathId[] = ['cpu', 'cpu-threads', 'mem-floor', 'gpu', 'gpu-kernels', 'floor', 'naive', 'tfjs', 'numpy'];
 
 main().catch((err) => {
   console.error(err instanceof Error ? (err.stack ?? err.message) : err);

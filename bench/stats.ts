@@ -1,7 +1,7 @@
 // Summaries of timing samples. Every figure in a results file carries its spread, so the
 // report can draw bands and error bars and a reader can judge how noisy the run was.
 
-export type FigureSource = 'benny' | 'gpu-timestamps' | 'gpu-wall' | 'python';
+export type FigureSource = 'benny' | 'gpu-timestamps' | 'gpu-wall' | 'python' | 'wall';
 
 export interface Figure {
   /** Mean time per call, milliseconds. */

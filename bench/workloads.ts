@@ -1,6 +1,7 @@
 import type { PackedForest } from '../src/forest/packed.js';
 import { packColumns } from '../src/forest/packed.js';
 import { generateRegularForest } from '../src/synth/generate.js';
+import { sharedArray } from '../src/util/shared.js';
 
 /**
  * The benchmark workloads: seeded, generated on the spot (never stored). A workload may sit
@@ -136,8 +137,8 @@ export function buildForest(w: Workload, tileFrom?: { key: string; forest: Packe
 export function tileForest(f: PackedForest, times: number): PackedForest {
   const n = f.nodeCount;
   const T = f.treeCount;
-  const treeOffset = new Int32Array(T * times + 1);
-  const parent = new Int32Array(n * times);
+  const treeOffset = sharedArray(Int32Array, T * times + 1);
+  const parent = sharedArray(Int32Array, n * times);
   const localParent = new Int32Array(n);
   for (let row = 0; row < n; row++) {
     const p = f.parentRow[row] as number;
@@ -152,7 +153,8 @@ export function tileForest(f: PackedForest, times: number): PackedForest {
     parent.set(localParent, c * n);
   }
   const rep = <A extends Float64Array | Float32Array | Uint8Array>(a: A): A => {
-    const out = new (a.constructor as new (len: number) => A)(a.length * times);
+    // Shared memory like every packed forest, so the threaded CPU path reads it in place.
+    const out = sharedArray(a.constructor as unknown as Parameters<typeof sharedArray<A>>[0], a.length * times);
     for (let c = 0; c < times; c++) out.set(a, c * a.length);
     return out;
   };

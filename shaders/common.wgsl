@@ -3,10 +3,13 @@
 // with one kernel file; WGSL has no includes.
 //
 // Layout (one chunk of a packed forest; see docs/GPU.md "Device layout"):
-//   feat[slot]  per child slot: reward and uncertainty minus their group's reference value
-//               (float64 on the host), as f32 hi/lo pairs (so differences of nearly equal
-//               values keep float64-like precision relative to the group's spread), and a
-//               visited flag. The host keeps |value − reference| ≤ 1e30, so Δ stays finite.
+//   feat[slot]  per child slot: reward and uncertainty (minus the group's reference: 0, or the
+//               midpoint for groups with values beyond 1e30) as f32 triples hi + mid + lo that
+//               hold the float64 value exactly, so a pair's difference is exact to a few f32
+//               ulps of the difference itself however wide the group's values spread; the
+//               visited flag in reward.w; in uncertainty.w the `share` (u + ε) times a per-group
+//               power of two (max in [1, 2)): v2's split of a pair's contrast is the ratio of
+//               two shares, exact whatever the scale. |stored value| ≤ 1e30, so Δ stays finite.
 //   emb         `stride` scalars per child slot, slot-major, so a group's rows are contiguous.
 //   work[i]     one entry per group to score: (first slot, k, first output slot, output index).
 //   out[o]      per output slot (C, w, gA, gB); `.w` and `.x/.z` double as scratch for the
@@ -20,15 +23,13 @@ struct Params {
   dim: u32,
   gridX: u32,   // workgroups along x: dispatches over 65 535 workgroups fold into 2-D grids
   stride: u32,  // scalars per embedding row (dim, rounded up to even for f16 so rows are 4-byte aligned)
-  _pad1: u32,
+  rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2 (split by uncertainty)
   _pad2: u32,
 }
 
 struct Feat {
-  reward: vec2<f32>,       // hi, lo: reward ≈ hi + lo
-  uncertainty: vec2<f32>,  // hi, lo
-  visited: f32,            // 1 when visits > 0
-  _pad: f32,
+  reward: vec4<f32>,       // hi, mid, lo, visited (1 when visits > 0)
+  uncertainty: vec4<f32>,  // hi, mid, lo, share = (uncertainty + ε)·2^-e, e per group
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -88,16 +89,30 @@ fn distance(si: u32, fi: f32, sj: u32, fj: f32) -> f32 {
   return clamp(s * 0.25, 0.0, 1.0);
 }
 
+// (s, e) with s + e = a + b exactly (Knuth's TwoSum; WGSL does not reassociate).
+fn twoSum(a: f32, b: f32) -> vec2<f32> {
+  let s = a + b;
+  let bb = s - a;
+  return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+}
+
+// |x − y| for two exact f32 triples, to a few f32 ulps of the result: the hi and mid
+// differences are split error-free, so cancellation between components loses nothing.
+fn tripleDiff(x: vec3<f32>, y: vec3<f32>) -> f32 {
+  let h = twoSum(x.x, -y.x);
+  let m = twoSum(x.y, -y.y);
+  return abs((h.x + m.x) + ((h.y + m.y) + (x.z - y.z)));
+}
+
 // Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited.
 fn feedback(si: u32, sj: u32) -> f32 {
   let a = feat[si];
   let b = feat[sj];
   var dr = 0.0;
-  if (a.visited > 0.0 && b.visited > 0.0) {
-    dr = abs((a.reward.x - b.reward.x) + (a.reward.y - b.reward.y));
+  if (a.reward.w > 0.0 && b.reward.w > 0.0) {
+    dr = tripleDiff(a.reward.xyz, b.reward.xyz);
   }
-  let du = abs((a.uncertainty.x - b.uncertainty.x) + (a.uncertainty.y - b.uncertainty.y));
-  return dr + du;
+  return dr + tripleDiff(a.uncertainty.xyz, b.uncertainty.xyz);
 }
 
 // (c_ij, ∂c_ij/∂a). ∂c/∂a is written as −c·(α·d/den) so it cannot overflow for huge Δ.
@@ -107,4 +122,15 @@ fn response(si: u32, fi: f32, sj: u32, fj: f32) -> vec2<f32> {
   let den = delta + ad + EPS;
   let c = delta / den;
   return vec2<f32>(c, -c * (ad / den));
+}
+
+// v2's split of the pair (i, j): s_ij = 2(u_i + ε)/(u_i + u_j + 2ε), from the scaled shares (a
+// ratio, so f32 holds it to a few ulps however large or small the uncertainties). v1: 1.
+// Both shares are normal f32 (the host's range limit), so the sum is never 0.
+fn splitOf(si: u32, sj: u32) -> f32 {
+  if (P.rule == 0u) {
+    return 1.0;
+  }
+  let a = feat[si].uncertainty.w;
+  return 2.0 * a / (a + feat[sj].uncertainty.w);
 }

@@ -22,15 +22,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   for (var i = 0u; i < k; i++) {
     out[o0 + i] = vec4<f32>(0.0, 0.0, 0.0, rowScale(s0 + i));
   }
-  // Each pair once; both children accumulate.
+  // Each pair once; both children accumulate (v2: in shares s_ij and s_ji = 2 − s_ij).
   for (var i = 0u; i < k; i++) {
     let fi = out[o0 + i].w;
     for (var j = i + 1u; j < k; j++) {
       let r = response(s0 + i, fi, s0 + j, out[o0 + j].w);
-      out[o0 + i].x += r.x;
-      out[o0 + i].z += r.y;
-      out[o0 + j].x += r.x;
-      out[o0 + j].z += r.y;
+      let sij = splitOf(s0 + i, s0 + j);
+      let sji = splitOf(s0 + j, s0 + i);
+      out[o0 + i].x += sij * r.x;
+      out[o0 + i].z += sij * r.y;
+      out[o0 + j].x += sji * r.x;
+      out[o0 + j].z += sji * r.y;
     }
   }
   let inv = 1.0 / f32(k - 1u);

@@ -54,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc = vec2<f32>(0.0);
     for (var j = 0u; j < k; j++) {
       if (j != i) {
-        acc += response(s0 + i, fi, s0 + j, out[o0 + j].w);
+        acc += splitOf(s0 + i, s0 + j) * response(s0 + i, fi, s0 + j, out[o0 + j].w);
       }
     }
     // Only .x and .z are written: other lanes may still be reading this slot's .w.

@@ -5,14 +5,15 @@
 /// <reference types="@webgpu/types" preserve="true" />
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
-export { packForest, packColumns, type PackedForest, type ForestColumns } from './forest/packed.js';
+export { packForest, packColumns, assertPackedForest, type PackedForest, type ForestColumns, type PackOptions } from './forest/packed.js';
 export { DEFAULT_PARAMS, CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scores, type Scorer, type RealArray } from './score/types.js';
-export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch } from './score/cpu.js';
+export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch, type CpuScorerOptions } from './score/cpu.js';
+export { PARALLEL_MIN_COST, scoringCost, defaultThreads } from './score/threads.js';
 export { createScorer, type Backend, type CreateScorerOptions } from './score/select.js';
 export { parseForest, loadForestFile, parseJsonLenient, type ForestFormat } from './forest/load.js';
 export { allocate, type Allocation } from './allocate/allocate.js';
 export { resolveAllocateOptions, DEFAULT_BUDGET, type AllocateOptions, type ResolvedAllocateOptions } from './allocate/options.js';
-export { planToJson, type PlanJson, type TreePlan, type NodeAllocation, type NodeScore, type GroupScore } from './allocate/plan.js';
+export { planToJson, NonFiniteOutputError, type PlanJson, type TreePlan, type NodeAllocation, type NodeScore, type GroupScore } from './allocate/plan.js';
 export { generateForest, generateRegularForest, type RandomShape, type RegularShape, type SynthFeatures } from './synth/generate.js';
 export { Rng } from './util/random.js';
 export { outcomeVarianceGains, MIN_NEW_ROLLOUTS, type Gains } from './learn/gain.js';
@@ -23,7 +24,7 @@ export { GpuContext, type GpuContextOptions } from './gpu/context.js';
 export { GpuScorer, type GpuScorerOptions } from './gpu/scorer.js';
 export { ResidentForest, type ResidentOptions, type GroupScores, type GpuTimings } from './gpu/resident.js';
 export { GpuUnavailableError, GpuDeviceLostError, GpuValidationError, GpuInputRangeError, GpuParamRangeError, GpuNonFiniteError } from './gpu/errors.js';
-export { OptionError } from './util/errors.js';
+export { OptionError, ScorerDestroyedError } from './util/errors.js';
 export { score, type ScoreOptions, type TimedScorer } from './score/select.js';
 export { writeTreeView, writeTreeSvg, type WriteTreeViewOptions, type WriteTreeSvgOptions, type WrittenView } from './viz/write.js';
 export { renderTreeView, type TreeViewOptions, type TreeViewPage } from './viz/html.js';

@@ -105,7 +105,7 @@ describe('trace-alloc score', () => {
   ];
   for (const [name, flags, message] of bad) {
     it(`exits 2 with one line on ${name}`, () => {
-      const r = runCli(['score', file, '--backend', 'cpu', ...flags]);
+      const r = runCli(['score', file, ...(flags.includes('--backend') ? [] : ['--backend', 'cpu']), ...flags]);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(message);

@@ -177,13 +177,18 @@ describe('training pieces', () => {
     expect(c).toBeGreaterThan(0);
   });
 
-  it('SPEC §4 sends a finished chain\'s whole budget to the node just above its end (what closed chains change)', () => {
-    // root → 1 → 2 → 3 (episode over): 2 is open and has no live child, so x_2 = m.
+  it('v1 sends a finished chain\'s whole budget to the node just above its end; v2 spreads it over the chain', () => {
+    // root → 1 → 2 → 3 (episode over): under v1, 2 is open and has no live child, so x_2 = m.
     const chain = packForest({ dim: 0, trees: [{ nodes: [{}, { parent: 0 }, { parent: 1 }, { parent: 2, terminal: true, visits: 1 }] }] });
-    expect(Array.from(allocate(chain, scoreCpu(chain), { budget: 4 }).branches)).toEqual([0, 0, 4, 0]);
+    const v1 = scoreCpu(chain, { rule: 'v1' });
+    expect(Array.from(allocate(chain, v1, { budget: 4 }).branches)).toEqual([0, 0, 4, 0]);
     // Presenting the exhausted nodes 1, 2 as terminal sends it back to the root instead.
     const closed = packForest({ dim: 0, trees: [{ nodes: [{}, { parent: 0, terminal: true }, { parent: 1, terminal: true }, { parent: 2, terminal: true, visits: 1 }] }] });
-    expect(Array.from(allocate(closed, scoreCpu(closed), { budget: 4 }).branches)).toEqual([4, 0, 0, 0]);
+    expect(Array.from(allocate(closed, scoreCpu(closed, { rule: 'v1' }), { budget: 4 }).branches)).toEqual([4, 0, 0, 0]);
+    // v2: the three open steps claim 1 each (x = 4/3): floors 1 + 1 + 1, the last unit to the root (ties to the smaller index).
+    const a = allocate(chain, scoreCpu(chain), { budget: 4 });
+    expect(Array.from(a.mass, (x) => +x.toFixed(12))).toEqual([4 / 3, 4 / 3, 4 / 3, 0].map((x) => +x.toFixed(12)));
+    expect(Array.from(a.branches)).toEqual([2, 1, 1, 0]);
   });
 
   it('exhausted chains are closed but roots never are', () => {
@@ -200,28 +205,30 @@ describe('training pieces', () => {
     expect(Array.from(packed.terminal)).toEqual([0, 1, 1, 0]);
   });
 
-  it('TRACE-learned moves α, τ from the step gains; TRACE default keeps them', () => {
-    const env = createEnv('dependency', 2);
-    const policy = new TabularPolicy(env.stateCount, env.actions);
-    const learned = new TraceAllocator({ learn: true, baseDepth: 9, rolloutsPerTree: 2 });
-    const fixed = new TraceAllocator({ baseDepth: 9, rolloutsPerTree: 2 });
-    const rng = new Rng(3);
-    for (let step = 0; step < 6; step++) {
-      for (const alloc of [learned, fixed]) {
-        const g = new Grower(new RolloutForest(env.dim), env, policy, rng, 600);
-        for (let t = 0; t < 4; t++) g.addRoot(t, env.start(t));
-        alloc.grow(g);
+  for (const [rule, envName, steps] of [['v2', 'toolagent', 6], ['v1', 'dependency', 6]] as const) {
+    it(`TRACE ${rule}-learned moves α, τ from the step gains; TRACE ${rule} default keeps them`, () => {
+      const env = createEnv(envName, 2);
+      const policy = new TabularPolicy(env.stateCount, env.actions);
+      const learned = new TraceAllocator({ rule, learn: true, baseDepth: 9, rolloutsPerTree: 2 });
+      const fixed = new TraceAllocator({ rule, baseDepth: 9, rolloutsPerTree: 2 });
+      const rng = new Rng(3);
+      for (let step = 0; step < steps; step++) {
+        for (const alloc of [learned, fixed]) {
+          const g = new Grower(new RolloutForest(env.dim), env, policy, rng, 600);
+          for (let t = 0; t < 4; t++) g.addRoot(t, env.start(t));
+          alloc.grow(g);
+        }
       }
-    }
-    expect(fixed.params()).toEqual({ alpha: 1, tau: 0.5 });
-    const p = learned.params();
-    expect(Math.abs(Math.log(p.alpha)) + Math.abs(Math.log(p.tau / 0.5))).toBeGreaterThan(0.01);
-  });
+      expect(fixed.params()).toEqual({ alpha: 1, tau: 0.5, rule });
+      const p = learned.params();
+      expect(Math.abs(Math.log(p.alpha)) + Math.abs(Math.log(p.tau / 0.5))).toBeGreaterThan(0.01);
+    });
+  }
 
   it('with one rollout per tree per round, closed-chains TRACE grows independent chains and α, τ never move', () => {
     const env = createEnv('dependency', 2);
     const policy = new TabularPolicy(env.stateCount, env.actions);
-    const alloc = new TraceAllocator({ learn: true, baseDepth: 9, rolloutsPerTree: 1, closeExhausted: true });
+    const alloc = new TraceAllocator({ rule: 'v1', learn: true, baseDepth: 9, rolloutsPerTree: 1, closeExhausted: true });
     const rng = new Rng(4);
     for (let step = 0; step < 4; step++) {
       const g = new Grower(new RolloutForest(env.dim), env, policy, rng, 600);
@@ -232,7 +239,7 @@ describe('training pieces', () => {
       // Nudge the policy so later steps differ from the first.
       policy.logits[(env as DependencyEnv).correctKey] += 0.5;
     }
-    expect(alloc.params()).toEqual({ alpha: 1, tau: 0.5 });
+    expect(alloc.params()).toEqual({ alpha: 1, tau: 0.5, rule: 'v1' });
   });
 
   it('meanCi gives the t interval', () => {

@@ -6,7 +6,7 @@ import { GpuContext } from '../src/gpu/context.js';
 import type { Route } from '../src/gpu/layout.js';
 import { GpuScorer } from '../src/gpu/scorer.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import type { Scores } from '../src/score/types.js';
+import type { ScoreParams, Scores } from '../src/score/types.js';
 import { generateForest } from '../src/synth/generate.js';
 import { Rng } from '../src/util/random.js';
 import { deviation, forestOf, gpuDescribe, withinTolerance } from './gpu-support.js';
@@ -41,6 +41,9 @@ function independentScores(forest: PackedForest, params: { alpha: number; tau: n
   }
   return out;
 }
+
+type Rule = NonNullable<ScoreParams['rule']>;
+const RULES: Rule[] = ['v1', 'v2'];
 
 /** Knobs of a random forest; the forest itself is built from `seed` so cases stay small to print. */
 interface Case {
@@ -183,12 +186,13 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
 
   // `independent: false` for rows beyond ~1e±154: test/reference squares them plainly, so its
   // norms under/overflow float64 there (src/score/cpu.ts rescales, as the kernels do).
-  const check = async (forest: PackedForest, params: { alpha: number; tau: number }, route: Route = 'auto', independent = true) => {
+  // test/reference implements v1 only, so v2 is checked against src/score/cpu.ts alone.
+  const check = async (forest: PackedForest, params: { alpha: number; tau: number; rule?: Rule }, route: Route = 'auto', independent = true) => {
     const gpu = await scorers.get(route)!.score(forest, params);
     const cpu = scoreCpu(forest, params);
     const d = deviation(forest, gpu, cpu);
     expect(withinTolerance(d), d.worst).toBe(true);
-    if (independent && forest.nodeCount * forest.dim < 2e6) {
+    if (independent && params.rule !== 'v2' && forest.nodeCount * forest.dim < 2e6) {
       const di = deviation(forest, gpu, independentScores(forest, params));
       expect(withinTolerance(di), `against test/reference: ${di.worst}`).toBe(true);
     }
@@ -196,13 +200,13 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     return { gpu, cpu };
   };
 
-  it('holds on 500 random forests with every edge case (fast-check)', async () => {
+  it.each(RULES)('holds on 500 random forests with every edge case (fast-check), rule %s', async (rule) => {
     let nearTies = 0, runs = 0;
     await fc.assert(
       fc.asyncProperty(caseArb, async (c) => {
         runs++;
         const forest = buildCase(c);
-        const { gpu, cpu } = await check(forest, c, c.route, c.emb !== 'extreme');
+        const { gpu, cpu } = await check(forest, { alpha: c.alpha, tau: c.tau, rule }, c.route, c.emb !== 'extreme');
         if (expectSameAllocation(forest, gpu, cpu, c.seed)) nearTies++;
       }),
       { numRuns: 500 },
@@ -210,6 +214,26 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
     // Near-ties are allowed, but they must stay rare or the comparison proves nothing.
     expect(nearTies).toBeLessThan(25);
     expect(runs).toBe(500);
+  });
+
+  it('v2 splits a pair by uncertainty, accurately for tiny and huge uncertainties', async () => {
+    // One pair per tree, orthogonal embeddings; uncertainties from 0 to 1e30 (and equal ones).
+    const pairs: [number, number][] = [[0, 0], [0, 1e-7], [1e-9, 3e-6], [0.25, 0.75], [1, 1e6], [1e12, 1e12 + 1], [0, 1e30], [3e29, 1e30], [1e-6, 1e30]];
+    const e = new Float32Array(pairs.length * 3 * 2);
+    pairs.forEach((_, t) => { e.set([1, 1, 1, 0, 0, 1], t * 6); });
+    const forest = forestOf(2, pairs.map(() => [-1, 0, 0]), (row) => ({ reward: row % 3 === 1 ? 0.5 : 0, visits: 1, uncertainty: pairs[Math.floor(row / 3)][(row % 3) - 1] ?? 0 }), e);
+    for (const alpha of [1e-3, 1, 100]) {
+      const { gpu, cpu } = await check(forest, { alpha, tau: 0.5, rule: 'v2' });
+      pairs.forEach(([ui, uj], t) => {
+        // s_ij relative to the float64 split, where C = s·c is not too small to resolve it.
+        const c = cpu.contrast, g = gpu.contrast;
+        const split = (2 * (ui + 1e-6)) / (ui + uj + 2e-6);
+        for (const [row, s] of [[3 * t + 1, split], [3 * t + 2, 2 - split]] as const) {
+          expect(c[row]).toBeCloseTo(s * (c[3 * t + 1] + c[3 * t + 2]) / 2, 12);
+          if (c[row] > 1e-30) expect(Math.abs(g[row] / c[row] - 1), `pair ${t} row ${row}`).toBeLessThan(2e-6);
+        }
+      });
+    }
   });
 
   it('handles k = 1, dim 0, all-terminal trees and unvisited nodes explicitly', async () => {

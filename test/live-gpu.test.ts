@@ -4,6 +4,7 @@ import { GpuContext } from '../src/gpu/context.js';
 import { createLiveForest } from '../src/live/create.js';
 import type { NodeInput, TreeInput } from '../src/forest/input.js';
 import { GpuInputRangeError, GpuParamRangeError } from '../src/gpu/errors.js';
+import { FEAT_BYTES } from '../src/gpu/layout.js';
 import type { LiveForest } from '../src/live/forest.js';
 import type { GpuLiveBackend } from '../src/live/gpu.js';
 import { liveScoresOn, snapshotLive } from '../src/live/snapshot.js';
@@ -37,6 +38,31 @@ gpuDescribe('live forest on the gpu backend', () => {
         }
       }),
       { numRuns: 60 },
+    );
+  });
+
+  it('rule v2: after random changes (and a switch of rule), scores are within SPEC tolerance of the float64 v2 scoring', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.constantFrom(0, 1, 3, 8), fc.integer({ min: 1, max: 20 }), fc.boolean(), async (seed, dim, steps, tinyChunks) => {
+        const live = await createLiveForest({ dim, backend: 'gpu', params: { rule: 'v2' }, gpu: { context, ...(tinyChunks ? { maxChunkBytes: 65536, initialSlots: 8 } : {}) } });
+        try {
+          const rng = new Rng(seed);
+          for (const op of randomOps(live, rng, steps)) {
+            await op.apply();
+            expect(live.scoreParams.rule).toBe('v2');
+            if (op.check) await checkLiveAgainstScratch(live, op.check, { exact: false });
+          }
+          await checkLiveAgainstScratch(live, { budget: 1 + rng.int(0, 20) }, { exact: false });
+          // Switching the rule re-scores every group.
+          live.setParams({ rule: 'v1' });
+          await checkLiveAgainstScratch(live, { budget: 7 }, { exact: false });
+          live.setParams({ rule: 'v2' });
+          await checkLiveAgainstScratch(live, { budget: 7 }, { exact: false });
+        } finally {
+          live.destroy();
+        }
+      }),
+      { numRuns: 40 },
     );
   });
 
@@ -155,7 +181,7 @@ gpuDescribe('live forest on the gpu backend', () => {
     expect(await live.rescore()).toBe(1);
     const k = live.store.childCount[live.store.parentRow[live.store.rowOf('t7', 3)]];
     // One group's feature records: its reference value may move with any member's feedback.
-    expect(gpu.stats.uploadedBytes - afterLoad.uploadedBytes).toBe(24 * k);
+    expect(gpu.stats.uploadedBytes - afterLoad.uploadedBytes).toBe(FEAT_BYTES * k);
     expect(gpu.stats.readBackBytes - afterLoad.readBackBytes).toBeLessThanOrEqual(16 * k + 4 + 16);
 
     // Appending nodes re-sends that tree's slab only, not the forest.
@@ -163,7 +189,7 @@ gpuDescribe('live forest on the gpu backend', () => {
     live.addNodes('t9', [{ parent: 0, embedding: new Array(16).fill(0.5) }]);
     await live.rescore();
     const slab = live.store.slotCap[live.store.slotOf('t9')];
-    expect(gpu.stats.uploadedBytes - before).toBeLessThanOrEqual(slab * (16 * 4 + 24));
+    expect(gpu.stats.uploadedBytes - before).toBeLessThanOrEqual(slab * (16 * 4 + FEAT_BYTES));
 
     const snap = snapshotLive(live);
     expectScoresClose(liveScoresOn(live, snap), scoreCpu(snap.forest, live.scoreParams), snap.forest.nodeCount);
@@ -173,7 +199,9 @@ gpuDescribe('live forest on the gpu backend', () => {
   it('on a lost device: backend gpu fails the call; backend auto finishes on the cpu with a notice', async () => {
     for (const backend of ['gpu', 'auto'] as const) {
       const notices: string[] = [];
-      const live = await createLiveForest({ dim: 4, backend, onNotice: (m) => notices.push(m) });
+      // auto never picks a CPU-emulated adapter by itself; handed a context, it uses it. The lost context is this loop's own.
+      const own = backend === 'auto' ? await GpuContext.create() : undefined;
+      const live = await createLiveForest({ dim: 4, backend, ...(own ? { gpu: { context: own } } : {}), onNotice: (m) => notices.push(m) });
       expect(live.backendKind).toBe('gpu');
       live.addForest(generateForest({ trees: 5, dim: 4, seed: 8 }));
       await live.plan();
@@ -189,6 +217,7 @@ gpuDescribe('live forest on the gpu backend', () => {
         expect(notices.at(-1)).toMatch(/device was lost.*re-scoring on the cpu/);
       }
       live.destroy();
+      own?.destroy();
     }
   });
 });

@@ -53,8 +53,8 @@ describe('live forest on the cpu backend', () => {
     live.destroy();
   });
 
-  it('hands the budget of branches that stopped early to their siblings (SPEC §4 on the updated tree)', async () => {
-    const live = await createLiveForest({ dim: 0, backend: 'cpu' });
+  it('hands the budget of branches that stopped early to their siblings (v1 flow on the updated tree)', async () => {
+    const live = await createLiveForest({ dim: 0, backend: 'cpu', params: { rule: 'v1' } });
     live.addTree({ id: 'q', nodes: [{}, { parent: 0, uncertainty: 0.1 }, { parent: 0, uncertainty: 0.2 }, { parent: 0, uncertainty: 0.3 }] });
     await live.plan({ budget: 12, widen: 0, pruneRatio: 0 });
     const before = live.treePlan('q').allocations;

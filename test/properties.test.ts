@@ -19,21 +19,24 @@ function sum(xs: ArrayLike<number>, lo = 0, hi = xs.length): number {
 const rowOf = (f: PackedForest, t: number, v: number) => f.treeOffset[t] + v;
 
 describe('scores (SPEC §2) — properties', () => {
-  it('weights of every group sum to 1 and lie in (0, 1]; contrast and intensity lie in [0, 1)', () => {
-    fc.assert(fc.property(forestArb(), fc.double({ min: 0.05, max: 5, noNaN: true }), fc.double({ min: 0.05, max: 5, noNaN: true }), (input, alpha, tau) => {
+  it('weights of every group sum to 1 and lie in (0, 1]; contrast lies in [0, 1) under v1 and [0, 2) under v2, intensity in [0, 1) under both', () => {
+    fc.assert(fc.property(forestArb(), fc.double({ min: 0.05, max: 5, noNaN: true }), fc.double({ min: 0.05, max: 5, noNaN: true }), fc.constantFrom('v1' as const, 'v2' as const), (input, alpha, tau, rule) => {
       const f = packForest(input);
-      const s = scoreCpu(f, { alpha, tau });
+      const s = scoreCpu(f, { alpha, tau, rule });
+      const v1 = scoreCpu(f, { alpha, tau, rule: 'v1' });
       for (let g = 0; g < f.groupCount; g++) {
         let w = 0;
         for (let i = f.groupOffset[g]; i < f.groupOffset[g + 1]; i++) {
           const row = f.groupChild[i];
           w += s.weight[row];
           expect(s.contrast[row]).toBeGreaterThanOrEqual(0);
-          expect(s.contrast[row]).toBeLessThan(1);
+          expect(s.contrast[row]).toBeLessThan(rule === 'v1' ? 1 : 2);
         }
         expect(w).toBeCloseTo(1, 12);
         expect(s.intensity[g]).toBeGreaterThanOrEqual(0);
         expect(s.intensity[g]).toBeLessThan(1);
+        // v2 only re-shares each pair's response between its two siblings: the mean is v1's.
+        expect(s.intensity[g]).toBeCloseTo(v1.intensity[g], 12);
       }
     }), { numRuns: RUNS });
   });

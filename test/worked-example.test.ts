@@ -14,8 +14,8 @@ const forest = packForest({
   ] }],
 });
 
-describe('the worked example of docs/ALGORITHM.md', () => {
-  const s = scoreCpu(forest);
+describe('worked example 1 of docs/ALGORITHM.md under --rule v1', () => {
+  const s = scoreCpu(forest, { rule: 'v1' });
   it('scores the fork as computed by hand', () => {
     const c = { ab: 1 / (1 + (1 - 1 / Math.sqrt(1.01)) / 2 + 1e-6), ac: 0.2 / (0.2 + 0.5 + 1e-6), bc: 0.2 / (0.2 + (1 - 0.1 / Math.sqrt(1.01)) / 2 + 1e-6) };
     const C = [(c.ab + c.ac) / 2, (c.ab + c.bc) / 2, (c.ac + c.bc) / 2];
@@ -40,5 +40,57 @@ describe('the worked example of docs/ALGORITHM.md', () => {
     expect(a.mass[3]).toBe(0);
     expect(Array.from(a.branches)).toEqual([4, 6, 6, 0]);
     expect(Array.from(a.depth)).toEqual([4, 5, 5, 0]);
+  });
+});
+
+describe('worked example 1 of docs/ALGORITHM.md under v2 (the default)', () => {
+  const s = scoreCpu(forest);
+  it('shares each pair by uncertainty: C moves up, the intensity is v1\'s', () => {
+    expect(s.params.rule).toBe('v2');
+    expect(Array.from(s.contrast.subarray(1), (x) => +x.toFixed(6))).toEqual([0.570191, 0.575656, 0.444965]);
+    expect(Array.from(s.weight.subarray(1), (x) => +x.toFixed(6))).toEqual([0.358495, 0.362435, 0.27907]);
+    expect(Array.from(s.gradAlpha.subarray(1), (x) => +x.toFixed(6))).toEqual([0.147026, 0.14258, -0.374042]);
+    expect(Array.from(s.gradTau.subarray(1), (x) => +x.toFixed(6))).toEqual([-0.065932, -0.076862, 0.184519]);
+    expect(+s.intensity[0].toFixed(6)).toBe(0.530271);
+    // σ_AC = 2·(0.1 + ε)/(0.1 + 0.3 + 2ε) = 0.5, σ_CA = 1.5, by hand:
+    const c = { ab: 1 / (1 + (1 - 1 / Math.sqrt(1.01)) / 2 + 1e-6), ac: 0.2 / (0.2 + 0.5 + 1e-6), bc: 0.2 / (0.2 + (1 - 0.1 / Math.sqrt(1.01)) / 2 + 1e-6) };
+    const sAC = (2 * (0.1 + 1e-6)) / (0.4 + 2e-6);
+    expect(s.contrast[1]).toBeCloseTo((c.ab + sAC * c.ac) / 2, 12);
+    expect(s.contrast[3]).toBeCloseTo(((2 - sAC) * c.ac + (2 - sAC) * c.bc) / 2, 12);
+  });
+
+  it('claims: root 1 + 4·I, children ψ = 3·w; 8 / 3 / 3 / 2 of 16, nothing pruned', () => {
+    const a = allocate(forest, s, { budget: 16 });
+    expect(Array.from(a.pruned)).toEqual([0, 0, 0, 0]);
+    const claims = [1 + 4 * s.intensity[0], 3 * s.weight[1], 3 * s.weight[2], 3 * s.weight[3]];
+    const sum = claims.reduce((x, y) => x + y, 0);
+    claims.forEach((c, v) => expect(a.mass[v]).toBeCloseTo((16 * c) / sum, 12));
+    expect(Array.from(a.mass, (x) => +x.toFixed(4))).toEqual([8.1583, 2.8112, 2.8421, 2.1884]);
+    expect(Array.from(a.branches)).toEqual([8, 3, 3, 2]);
+    expect(Array.from(a.depth)).toEqual([4, 4, 4, 3]);
+  });
+});
+
+describe('worked example 2 of docs/ALGORITHM.md (v2: a chain below a fork)', () => {
+  const chain = packForest({
+    dim: 2,
+    trees: [{ id: 'ex2', nodes: [
+      { parent: -1, visits: 4, reward: 0.5, embedding: [1, 1] },
+      { parent: 0, reward: 1, visits: 2, uncertainty: 0.1, embedding: [1, 0] },
+      { parent: 0, reward: 0, visits: 2, uncertainty: 0.1, embedding: [1, 0.1] },
+      { parent: 0, reward: 0.5, visits: 0, uncertainty: 0.3, embedding: [0, 1] },
+      { parent: 1, reward: 1, visits: 2, uncertainty: 0.2, embedding: [1, 0] },
+      { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0] },
+      { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0.2] },
+    ] }],
+  });
+  it('gives the step above two finished episodes its own share, not its branch\'s mass', () => {
+    const s = scoreCpu(chain);
+    const a = allocate(chain, s, { budget: 16 });
+    expect(Array.from(a.mass, (x) => +x.toFixed(4))).toEqual([6.939, 2.3911, 2.4174, 1.8614, 2.3911, 0, 0]);
+    expect(Array.from(a.branches)).toEqual([7, 2, 3, 2, 2, 0, 0]);
+    // v1 on the same tree: node 4 has no live child and keeps everything that reaches it.
+    const v1 = allocate(chain, scoreCpu(chain, { rule: 'v1' }), { budget: 16 });
+    expect(v1.branches[4]).toBeGreaterThan(a.branches[4]);
   });
 });

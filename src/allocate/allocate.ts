@@ -1,4 +1,4 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import { liveNodes, splitGroups } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
@@ -34,6 +34,7 @@ export interface Allocation {
  * rule v2 (default) or v1. Pure; allocates its outputs only.
  */
 export function allocate(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): Allocation {
+  assertPackedForest(forest);
   const opts = resolveAllocateOptions(options, scores.params.rule);
   const { treeCount, nodeCount, treeOffset, childGroup, parentRow, groupOffset } = forest;
   if (scores.weight.length !== nodeCount || scores.intensity.length !== forest.groupCount) {

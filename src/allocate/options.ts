@@ -92,7 +92,9 @@ export function resolveAllocateOptions(options: AllocateOptions = {}, scoredRule
 /** Branch counts and depths are stored as Int32, so budgets and depths stop at 2³¹ − 1. */
 export const MAX_WHOLE = 0x7fffffff;
 
-function isBudget(x: number): boolean {
+/** A budget: an integer in [0, 2³¹ − 1]. */
+export function isBudget(x: unknown): x is number {
+  if (typeof x !== 'number') return false;
   return Number.isInteger(x) && x >= 0 && x <= MAX_WHOLE;
 }
 

@@ -1,4 +1,4 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import type { Allocation } from './allocate.js';
 
@@ -18,15 +18,55 @@ export interface TreePlan {
 }
 
 export interface PlanJson {
-  params: { alpha: number; tau: number };
+  /** α, τ and the rule (v2 or v1) that made the plan. */
+  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' };
   /** Global budget mode only: the total and what no live tree could take. */
   totalBudget?: number;
   unallocated?: number;
   trees: TreePlan[];
 }
 
+/**
+ * A plan about to carry NaN or ±Infinity (JSON would print null). Never expected: inputs and
+ * parameters are range-checked so that every score is finite; this is the last guard, so that
+ * a bug shows as an internal error instead of a plan a trainer would follow.
+ */
+export class NonFiniteOutputError extends Error {
+  override name = 'NonFiniteOutputError';
+}
+
+function finite(x: number, tree: string, what: string): void {
+  if (!Number.isFinite(x)) throw new NonFiniteOutputError(`internal error: the plan of tree ${JSON.stringify(tree)} would carry ${x} as ${what}; nothing was written`);
+}
+
+/** Throws `NonFiniteOutputError` if any number of one tree's plan is not finite. O(size). */
+export function assertFiniteTreePlan(tree: TreePlan): TreePlan {
+  const id = tree.id;
+  finite(tree.budget, id, 'its budget');
+  finite(tree.unallocated, id, 'its unallocated budget');
+  for (const a of tree.allocations) { finite(a.branches, id, `node ${a.node}'s branches`); finite(a.depth, id, `node ${a.node}'s depth`); }
+  if (tree.scores) {
+    for (const s of tree.scores) {
+      finite(s.contrast, id, `node ${s.node}'s contrast`); finite(s.weight, id, `node ${s.node}'s weight`);
+      finite(s.gradAlpha, id, `node ${s.node}'s gradAlpha`); finite(s.gradTau, id, `node ${s.node}'s gradTau`);
+    }
+  }
+  if (tree.groups) for (const g of tree.groups) finite(g.intensity, id, `the intensity of the fork at node ${g.parent}`);
+  return tree;
+}
+
+/** Throws `NonFiniteOutputError` if any number of the plan is not finite. */
+export function assertFinitePlan(plan: PlanJson): PlanJson {
+  for (const [k, x] of [['alpha', plan.params.alpha], ['tau', plan.params.tau], ['totalBudget', plan.totalBudget ?? 0], ['unallocated', plan.unallocated ?? 0]] as const) {
+    if (!Number.isFinite(x)) throw new NonFiniteOutputError(`internal error: the plan would carry ${x} as ${k}; nothing was written`);
+  }
+  for (const tree of plan.trees) assertFiniteTreePlan(tree);
+  return plan;
+}
+
 /** Builds the SPEC §5 plan object. Node numbers are tree-local indices. */
 export function planToJson(forest: PackedForest, scores: Scores, allocation: Allocation, options: { includeScores?: boolean } = {}): PlanJson {
+  assertPackedForest(forest);
   const { treeOffset, groupOffset, groupParent, treeGroupOffset } = forest;
   const trees: TreePlan[] = [];
   for (let t = 0; t < forest.treeCount; t++) {
@@ -52,10 +92,10 @@ export function planToJson(forest: PackedForest, scores: Scores, allocation: All
     }
     trees.push(tree);
   }
-  const plan: PlanJson = { params: { alpha: scores.params.alpha, tau: scores.params.tau }, trees };
+  const plan: PlanJson = { params: { alpha: scores.params.alpha, tau: scores.params.tau, rule: allocation.options.rule }, trees };
   if (allocation.options.totalBudget !== undefined) {
     plan.totalBudget = allocation.options.totalBudget;
     plan.unallocated = allocation.unallocatedTotal;
   }
-  return plan;
+  return assertFinitePlan(plan);
 }

@@ -8,6 +8,7 @@ import { generateForest } from '../synth/generate.js';
 import { writeTreeView } from '../viz/write.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, SCORE_FLAG_HELP } from './help.js';
+import { checkOutputPath } from './output.js';
 
 export const DEMO_COMMAND = defineCommand({
   name: 'demo',
@@ -33,6 +34,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`demo takes no file, got ${JSON.stringify(positionals[0])}`);
   const settings = scoreSettings(values);
   for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
+  checkOutputPath(values.view as string | undefined, '--view');
   const trees = (values.trees as number | undefined) ?? 4096;
   const seed = (values.seed as number | undefined) ?? 1;
   const dim = (values.dim as number | undefined) ?? 64;
@@ -52,7 +54,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
 
   const forest = await timed('generate + pack', () => generateForest({ trees, dim, seed, minNodes, maxNodes }));
   const notices: string[] = [];
-  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, onNotice: (line) => notices.push(line) }));
+  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => notices.push(line) }));
   let scores: Scores;
   try {
     scores = await timed(`score (${scorer.backend})`, () => scorer.score(forest, settings.params));

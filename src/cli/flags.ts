@@ -1,6 +1,7 @@
 import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
+import { didYouMean } from '../util/suggest.js';
 
 /** Bad flags or arguments: the CLI prints the message on one line and exits with 2. */
 export class UsageError extends Error {
@@ -12,19 +13,27 @@ export type FlagDefs = Record<string, FlagKind>;
 export type FlagValues = Record<string, number | string | boolean | undefined>;
 
 /**
- * Parses `--name value`, `--name=value` and boolean `--name`. Unknown flags, missing values and
- * values of the wrong kind are `UsageError`s that name the flag.
+ * A number as a person types it in decimal: optional minus, digits, optional fraction,
+ * optional exponent (`16`, `0.5`, `-2`, `1e3`, `2.5E-4`). Hexadecimal (`0x10`), octal,
+ * binary, `Infinity`, a leading `+` or `.` and digit separators are refused.
+ */
+const DECIMAL = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/;
+
+/**
+ * Parses `--name value`, `--name=value` and boolean `--name`. Unknown flags, missing values,
+ * values of the wrong kind and a flag given twice are `UsageError`s that name the flag.
  */
 export function parseFlags(argv: readonly string[], defs: FlagDefs): { values: FlagValues; positionals: string[] } {
-  const values: FlagValues = {};
+  const values: FlagValues = Object.create(null) as FlagValues;
   const positionals: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (!arg.startsWith('--') || arg === '-') { positionals.push(arg); continue; }
     const eq = arg.indexOf('=');
     const name = arg.slice(2, eq < 0 ? undefined : eq);
-    const kind = defs[name];
-    if (kind === undefined) throw new UsageError(`unknown flag --${name}`);
+    const kind = Object.hasOwn(defs, name) ? defs[name] : undefined;
+    if (kind === undefined) throw new UsageError(`unknown flag --${name}${didYouMean(name, Object.keys(defs))}`);
+    if (Object.hasOwn(values, name)) throw new UsageError(`--${name} is given more than once: give each flag once`);
     if (kind === 'boolean') {
       if (eq >= 0) throw new UsageError(`--${name} takes no value`);
       values[name] = true;
@@ -39,8 +48,8 @@ export function parseFlags(argv: readonly string[], defs: FlagDefs): { values: F
       values[name] = raw;
     } else {
       raw = raw.trim();
-      const n = raw === '' ? NaN : Number(raw);
-      if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(raw)}`);
+      const n = DECIMAL.test(raw) ? Number(raw) : NaN;
+      if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a decimal number (such as 16, 0.5 or 1e3), got ${JSON.stringify(raw)}`);
       if (kind === 'int' && !Number.isSafeInteger(n)) throw new UsageError(`--${name} must be an integer, got ${JSON.stringify(raw)}`);
       values[name] = n;
     }
@@ -64,7 +73,11 @@ export const SCORE_FLAGS = {
   'depth-gain': 'number',
   'max-depth': 'int',
   backend: ['auto', 'gpu', 'cpu'],
+  threads: 'int',
 } as const satisfies FlagDefs;
+
+/** The flag of every command that reads a forest file: keep fields the format does not know. */
+export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean' } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
   params: ScoreParams;
@@ -72,6 +85,8 @@ export interface ScoreSettings {
   backend: Backend;
   /** Lines for stderr: settings accepted but without effect. */
   notices: string[];
+  /** CPU scoring threads; undefined: available parallelism. */
+  threads?: number;
 }
 
 /** Turns parsed score flags into library settings, checking ranges so errors name the flag. */
@@ -99,6 +114,7 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
+  check('threads', (x) => x >= 1, 'an integer >= 1');
   const allocate: AllocateOptions = {
     rule,
     contestGain: num('contest-gain'),
@@ -117,5 +133,6 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     allocate,
     backend: (values.backend as Backend | undefined) ?? 'auto',
     notices,
+    threads: num('threads'),
   };
 }

@@ -44,6 +44,7 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'depth of a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X); v1: steps a rollout takes, v2: steps within which the new branch may fork again (it runs to the end)' },
   'depth-gain': { value: 'G', default: String(allocateDefaults.depthGain), meaning: 'how strongly priority ψ stretches depth' },
   'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth a plan gives' },
+  threads: { value: 'N', default: 'available parallelism', meaning: 'CPU scoring threads (small forests stay on one); results are the same for any N' },
   backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU), auto (GPU if an adapter exists)' },
 };
 

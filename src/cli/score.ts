@@ -2,7 +2,7 @@ import { allocate } from '../allocate/allocate.js';
 import { planToJson } from '../allocate/plan.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
-import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { FOREST_FLAGS, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, SCORE_FLAG_HELP } from './help.js';
 import { checkOutputPath, writeResult } from './output.js';
 
@@ -13,9 +13,10 @@ export const SCORE_COMMAND = defineCommand({
 writes the allocation plan as JSON (docs/ALGORITHM.md, 'Allocation'). --budget and
 --total-budget exclude each other. Exit 0 ok, 2 bad input or flags (one line on stderr naming
 the tree, the node and the field), 1 internal error; nothing is written when anything fails.`,
-  flags: { ...SCORE_FLAGS, scores: 'boolean', out: 'string' },
+  flags: { ...SCORE_FLAGS, ...FOREST_FLAGS, scores: 'boolean', out: 'string' },
   docs: {
     ...SCORE_FLAG_HELP,
+    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
     scores: { default: 'off', meaning: 'add per-node scores and per-fork intensities to the plan' },
     out: { value: 'FILE', default: 'standard output', meaning: 'write the plan there (atomically) instead of standard output' },
   },
@@ -28,8 +29,8 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   const settings = scoreSettings(values);
   for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   checkOutputPath(values.out as string | undefined);
-  const forest = loadForestFile(positionals[0]);
-  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);
@@ -38,6 +39,6 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   } finally {
     scorer.destroy();
   }
-  writeResult(`${JSON.stringify(plan)}\n`, values.out as string | undefined);
+  await writeResult(`${JSON.stringify(plan)}\n`, values.out as string | undefined);
   return 0;
 }

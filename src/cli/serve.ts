@@ -1,9 +1,14 @@
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { LiveSession } from '../live/protocol.js';
-import { DEFAULT_PARAMS } from '../score/types.js';
+import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
+import { BoundedLineReader } from './lines.js';
 import { parseFlags, UsageError } from './flags.js';
 import { defineCommand } from './help.js';
+
+/** Default longest request line: a batch of about 2,000 trees of 100 nodes at dim 64 as JSON. */
+export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+/** V8 cannot hold a longer string, so no request line can be longer. */
+const MAX_REQUEST_BYTES_LIMIT = 0x1fffffe8;
 
 export const SERVE_COMMAND = defineCommand({
   name: 'serve',
@@ -11,8 +16,10 @@ export const SERVE_COMMAND = defineCommand({
   summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
 stats, set-params). Errors are responses ({"ok": false, "error": {"code", "message"}}), never
-an exit; the forest survives malformed lines. Ends at end of input. Protocol: docs/PROTOCOL.md.`,
-  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'] },
+an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the client
+closes stdout, or on SIGTERM/SIGINT (after answering the request in flight). Protocol: docs/PROTOCOL.md.`,
+  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
+    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
     backend: { default: 'auto', meaning: 'where dirty groups are re-scored: cpu, gpu, or auto (the GPU when an adapter exists)' },
@@ -20,6 +27,8 @@ an exit; the forest survives malformed lines. Ends at end of input. Protocol: do
     alpha: { value: 'A', default: String(DEFAULT_PARAMS.alpha), meaning: "contrast damping α > 0 (set-params changes it later)" },
     tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
     rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
+    'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
+    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have' },
   },
 });
 
@@ -32,33 +41,58 @@ export async function runServe(argv: string[]): Promise<number> {
   if (dim !== undefined && dim < 0) throw new UsageError(`--dim must be an integer >= 0, got ${dim}`);
   for (const k of ['alpha', 'tau'] as const) {
     const x = values[k] as number | undefined;
-    if (x !== undefined && !(x > 0)) throw new UsageError(`--${k} must be a number > 0, got ${x}`);
+    if (x !== undefined && !(x >= PARAM_MIN && x <= PARAM_MAX)) throw new UsageError(`--${k} must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${x}`);
   }
+  const maxBytes = (values['max-request-bytes'] as number | undefined) ?? DEFAULT_MAX_REQUEST_BYTES;
+  if (maxBytes < 1024 || maxBytes > MAX_REQUEST_BYTES_LIMIT) throw new UsageError(`--max-request-bytes must be an integer in [1024, ${MAX_REQUEST_BYTES_LIMIT}], got ${maxBytes}`);
   const session = new LiveSession({
     backend: (values.backend as 'auto' | 'gpu' | 'cpu' | undefined) ?? 'auto',
     ...(dim !== undefined ? { dim } : {}),
     params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
+    allowUnknownFields: values['allow-unknown-fields'] === true,
     onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
   });
 
   let closed = false;
-  process.stdout.on('error', () => { closed = true; }); // the client went away: stop quietly
-  const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  const lines = new BoundedLineReader(process.stdin, maxBytes);
+  // The client went away (EPIPE and the like): stop quietly, as at end of input.
+  process.stdout.on('error', () => { closed = true; lines.stop(); });
+  // SIGTERM/SIGINT: answer the request in flight, then end with 0; a second signal ends at once.
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143);
+    signalled = true;
+    lines.stop();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
-    for await (const line of input) {
-      if (closed) break;
+    for (;;) {
+      const event = await lines.next();
+      if (event === undefined || closed) break;
       let out: string | undefined;
-      try {
-        out = await session.handleLine(line);
-      } catch (err) {
-        // handleLine maps every error to a response; this is a last guard so the forest survives.
-        out = JSON.stringify({ id: null, ok: false, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } });
+      if (event.kind === 'oversized') {
+        out = JSON.stringify({ id: null, ok: false, error: { code: 'request_too_large', message: `the request line is ${event.bytes} bytes, more than --max-request-bytes (${maxBytes}); it was skipped unread` } });
+      } else {
+        try {
+          out = await session.handleLine(event.text);
+        } catch (err) {
+          // handleLine maps every error to a response; this is a last guard so the forest survives.
+          out = JSON.stringify({ id: null, ok: false, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } });
+        }
       }
-      if (out !== undefined && !process.stdout.write(`${out}\n`)) await once(process.stdout, 'drain');
+      if (out === undefined || closed) continue;
+      try {
+        if (!process.stdout.write(`${out}\n`)) await once(process.stdout, 'drain');
+      } catch {
+        closed = true; // once() rejects with the stream's error
+      }
     }
   } finally {
-    input.close();
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
     session.destroy();
+    process.stdin.destroy(); // nothing more is read; lets the process exit
   }
   return 0;
 }

@@ -7,7 +7,7 @@ import { createScorer } from '../score/select.js';
 import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
 import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
 import { writeTreeSvg, writeTreeView } from '../viz/write.js';
-import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { FOREST_FLAGS, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, SCORE_FLAG_HELP } from './help.js';
 
 export const VIZ_COMMAND = defineCommand({
@@ -19,6 +19,7 @@ shown first. With --svg, writes a static SVG of that one tree instead (default: 
 contested tree), coloured by --metric.`,
   flags: {
     ...SCORE_FLAGS,
+    ...FOREST_FLAGS,
     out: 'string',
     tree: 'string',
     svg: 'boolean',
@@ -27,6 +28,7 @@ contested tree), coloured by --metric.`,
   },
   docs: {
     ...SCORE_FLAG_HELP,
+    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
     out: { value: 'FILE', required: true, meaning: 'the HTML page (or, with --svg, the SVG file) to write' },
     tree: { value: 'ID', default: 'the most contested tree', meaning: 'the tree shown first on the page, or drawn with --svg' },
     svg: { default: 'off', meaning: 'write a static SVG of one tree instead of the page' },
@@ -50,12 +52,12 @@ export async function runViz(argv: string[]): Promise<number> {
   const mismatch = extensionMismatch(out, values.svg === true);
   if (mismatch !== undefined) process.stderr.write(`trace-alloc: warning: ${mismatch}\n`);
 
-  const forest = loadForestFile(positionals[0]);
+  const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
   if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);
 
-  const scorer = await createScorer({ backend: settings.backend, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let scores;
   try {
     scores = await scorer.score(forest, settings.params);

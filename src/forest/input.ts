@@ -15,8 +15,8 @@ export interface NodeInput {
 }
 
 export interface TreeInput {
-  /** Defaults to the tree's position in the forest, as a string. Must be unique. */
-  id?: string;
+  /** Defaults to the tree's position in the forest, as a string. Must be unique. An integer is read as its decimal string. */
+  id?: string | number;
   nodes: NodeInput[];
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describeValue, ForestError } from './errors.js';
 import type { ForestInput, TreeInput } from './input.js';
-import { packForest, type PackedForest } from './packed.js';
+import { packForest, type PackOptions, type PackedForest } from './packed.js';
 
 export type ForestFormat = 'json' | 'jsonl';
 
@@ -11,20 +11,20 @@ export type ForestFormat = 'json' | 'jsonl';
  * `json` module writes by default, parse as numbers so that validation rejects them with the
  * tree, node and field named rather than a bare syntax error.
  */
-export function parseForest(text: string, format?: ForestFormat): PackedForest {
+export function parseForest(text: string, format?: ForestFormat, options: PackOptions = {}): PackedForest {
   if (text.trim().length === 0) throw new ForestError({}, 'the input is empty: expected a forest in JSON or JSON Lines');
-  if (format === 'jsonl') return packForest(parseJsonLines(text.split('\n')));
-  if (format === 'json') return packForest(parseJsonForest(text));
+  if (format === 'jsonl') return packForest(parseJsonLines(text.split('\n'), () => text), options);
+  if (format === 'json') return packForest(parseJsonForest(text), options);
   let whole: unknown;
   try {
     whole = parseJsonLenient(text);
   } catch {
-    return packForest(parseJsonLines(text.split('\n')));
+    return packForest(parseJsonLines(text.split('\n')), options);
   }
-  if (whole !== null && typeof whole === 'object' && !Array.isArray(whole) && !('trees' in whole) && 'nodes' in whole) {
-    return packForest({ trees: [whole as TreeInput] }); // a JSON Lines file of one tree
+  if (whole !== null && typeof whole === 'object' && !Array.isArray(whole) && !Object.hasOwn(whole, 'trees') && Object.hasOwn(whole, 'nodes')) {
+    return packForest({ trees: [whole as TreeInput] }, options); // a JSON Lines file of one tree
   }
-  return packForest(asForestObject(whole));
+  return packForest(asForestObject(whole), options);
 }
 
 /**
@@ -32,7 +32,7 @@ export function parseForest(text: string, format?: ForestFormat): PackedForest {
  * JSON; anything else is sniffed. JSON Lines is decoded line by line from the bytes, so files
  * beyond V8's ~512 MiB string limit still load.
  */
-export function loadForestFile(path: string): PackedForest {
+export function loadForestFile(path: string, options: PackOptions = {}): PackedForest {
   let bytes: Buffer;
   try {
     bytes = readFileSync(path === '-' ? 0 : path);
@@ -43,12 +43,13 @@ export function loadForestFile(path: string): PackedForest {
   const lower = path.toLowerCase();
   const format: ForestFormat | undefined = lower.endsWith('.jsonl') || lower.endsWith('.ndjson') ? 'jsonl' : lower.endsWith('.json') ? 'json' : undefined;
   bytes = withoutByteOrderMark(bytes);
-  if (format === 'jsonl') return packForest(parseJsonLines(linesOf(bytes)));
+  const whole = () => (bytes.length < MAX_STRING_BYTES ? bytes.toString('utf8') : undefined);
+  if (format === 'jsonl') return packForest(parseJsonLines(linesOf(bytes), whole), options);
   if (bytes.length >= MAX_STRING_BYTES) {
     if (format === 'json') throw new ForestError({}, `${path} is ${bytes.length} bytes, too large for one JSON document; write it as JSON Lines (.jsonl) instead`);
-    return packForest(parseJsonLines(linesOf(bytes)));
+    return packForest(parseJsonLines(linesOf(bytes)), options);
   }
-  return parseForest(bytes.toString('utf8'), format);
+  return parseForest(bytes.toString('utf8'), format, options);
 }
 
 /** A UTF-8 byte-order mark (some Windows tools write one) is not JSON. */
@@ -86,7 +87,12 @@ function asForestObject(value: unknown): ForestInput {
   return value as ForestInput;
 }
 
-function parseJsonLines(lines: Iterable<string>): ForestInput {
+/**
+ * One tree per line. `wholeText` (for files named .jsonl) gives the whole input for a hint
+ * when a line is not JSON: a single JSON document spread over lines (pretty-printed) parses
+ * as a whole, and the error then says so.
+ */
+function parseJsonLines(lines: Iterable<string>, wholeText?: () => string | undefined): ForestInput {
   const trees: TreeInput[] = [];
   let lineNumber = 0;
   for (const line of lines) {
@@ -96,7 +102,10 @@ function parseJsonLines(lines: Iterable<string>): ForestInput {
     try {
       value = parseJsonLenient(line);
     } catch (err) {
-      throw new ForestError({ line: lineNumber, tree: trees.length }, `not valid JSON: ${(err as Error).message}`);
+      const hint = wholeText !== undefined && isOneJsonDocument(wholeText())
+        ? ' (the whole input is one JSON document spread over several lines: JSON Lines needs one tree object per line; name the file .json to read it as one document)'
+        : '';
+      throw new ForestError({ line: lineNumber, tree: trees.length }, `not valid JSON: ${(err as Error).message}${hint}`);
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new ForestError({ line: lineNumber, tree: trees.length }, `each line must be a tree object {"id", "nodes"}, got ${describeValue(value)}`);
@@ -107,7 +116,29 @@ function parseJsonLines(lines: Iterable<string>): ForestInput {
   return { trees };
 }
 
-const SENTINEL = '\u0000';
+function isOneJsonDocument(text: string | undefined): boolean {
+  if (text === undefined || !text.includes('\n')) return false;
+  try {
+    parseJsonLenient(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * NaN has no JSON spelling, so the token becomes an object with this one key and the reviver
+ * turns that object back into NaN. Only an object can collide with it, and a collision yields
+ * NaN, which every field rejects, so no input can become a valid number this way. Infinity
+ * becomes 1e999999, which JSON.parse itself reads as Infinity. Strings are never touched.
+ */
+const NAN_KEY = '\u0000trace-alloc:NaN';
+const NAN_JSON = `{${JSON.stringify(NAN_KEY)}:0}`;
+
+function reviveNaN(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, NAN_KEY)) return value;
+  return Object.keys(value).length === 1 ? NaN : value;
+}
 
 /** JSON.parse, plus the non-standard number tokens NaN, Infinity and -Infinity outside strings. */
 export function parseJsonLenient(text: string): unknown {
@@ -127,9 +158,9 @@ export function parseJsonLenient(text: string): unknown {
       continue;
     }
     if (ch === 34) { inString = true; continue; }
-    for (const token of ['-Infinity', 'Infinity', 'NaN']) {
+    for (const [token, replacement] of LENIENT_TOKENS) {
       if (text.startsWith(token, i)) {
-        out += `${text.slice(last, i)}"\\u0000${token}"`;
+        out += `${text.slice(last, i)}${replacement}`;
         i += token.length - 1;
         last = i + 1;
         break;
@@ -137,7 +168,7 @@ export function parseJsonLenient(text: string): unknown {
     }
   }
   out += text.slice(last);
-  return JSON.parse(out, (_key, value: unknown) =>
-    typeof value === 'string' && value.startsWith(SENTINEL) ? Number(value.slice(1)) : value,
-  );
+  return JSON.parse(out, reviveNaN);
 }
+
+const LENIENT_TOKENS: ReadonlyArray<readonly [string, string]> = [['-Infinity', '-1e999999'], ['Infinity', '1e999999'], ['NaN', NAN_JSON]];

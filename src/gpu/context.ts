@@ -1,4 +1,5 @@
-import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from './errors.js';
+import { adapterIdentity, adapterName, requestGpuAdapter } from './adapter.js';
+import { GpuDeviceLostError, GpuValidationError } from './errors.js';
 import { BufferPool } from './pool.js';
 import { kernelSource, type KernelName } from './shaders.js';
 
@@ -8,6 +9,8 @@ export interface GpuContextOptions {
    * global `navigator.gpu` where one exists (browsers, Deno).
    */
   gpu?: GPU;
+  /** An adapter already requested (and judged) by the caller; `gpu` and `powerPreference` are then unused. */
+  adapter?: GPUAdapter;
   powerPreference?: GPUPowerPreference;
   /** Workgroup sizes (powers of two) overriding `KERNEL_WORKGROUP` — for tuning measurements. */
   workgroupSizes?: Partial<Record<KernelName, number>>;
@@ -71,14 +74,7 @@ export class GpuContext {
   }
 
   static async create(options: GpuContextOptions = {}): Promise<GpuContext> {
-    const gpu = options.gpu ?? (await defaultGpu());
-    let adapter: GPUAdapter | null;
-    try {
-      adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? 'high-performance' });
-    } catch (err) {
-      throw new GpuUnavailableError((err as Error).message);
-    }
-    if (!adapter) throw new GpuUnavailableError();
+    const adapter = options.adapter ?? (await requestGpuAdapter(options.gpu, options.powerPreference));
     const wanted: GPUFeatureName[] = ['shader-f16', 'timestamp-query'];
     const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
     const l = adapter.limits;
@@ -92,9 +88,7 @@ export class GpuContext {
       maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
     };
     const device = await adapter.requestDevice({ label: 'trace-alloc', requiredFeatures, requiredLimits });
-    const info = adapter.info;
-    const name = info?.description || [info?.vendor, info?.architecture, info?.device].filter((s) => s).join(' ') || 'unknown adapter';
-    return new GpuContext(device, name, options.workgroupSizes);
+    return new GpuContext(device, adapterName(adapterIdentity(adapter)), options.workgroupSizes);
   }
 
   /** The compiled pipeline of a kernel, compiled once per device. */
@@ -224,22 +218,4 @@ export class GpuContext {
     this.pool.trim();
     this.device.destroy();
   }
-}
-
-let dawn: GPU | undefined;
-
-async function defaultGpu(): Promise<GPU> {
-  if (dawn) return dawn;
-  const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
-  if (nav?.gpu) return nav.gpu;
-  let mod: { create: (flags: string[]) => GPU; globals: object };
-  try {
-    mod = (await import('webgpu')) as unknown as typeof mod;
-  } catch (err) {
-    throw new GpuUnavailableError(`the "webgpu" package (Dawn for Node) could not be loaded: ${(err as Error).message}`);
-  }
-  // Dawn's classes (GPUBufferUsage, …) must be globals for code written against the web API.
-  for (const [k, v] of Object.entries(mod.globals)) if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
-  dawn = mod.create([]);
-  return dawn;
 }

@@ -1,4 +1,4 @@
-import type { ScoreParams } from '../score/types.js';
+import { splitsContrast, type ScoreParams } from '../score/types.js';
 import type { GpuContext } from './context.js';
 import { embStride, OUT_BYTES, WORK_BYTES, type WorkLists } from './layout.js';
 
@@ -198,5 +198,6 @@ function paramsBlock(params: ScoreParams, count: number, dim: number, stride: nu
   u[3] = dim;
   u[4] = Math.max(1, gridX);
   u[5] = stride;
+  u[6] = splitsContrast(params) ? 1 : 0;
   return buf;
 }

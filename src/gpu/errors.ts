@@ -31,10 +31,10 @@ export class GpuValidationError extends Error {
 }
 
 /**
- * A valid forest the float32 kernels cannot score faithfully: within one sibling group the
- * rewards or uncertainties, relative to the group's own reference value, leave the range the
- * f32 hi/lo features hold (`GPU_FEATURE_LIMIT`). Names the tree, the parent node and the
- * field. `backend: 'auto'` scores such a forest on the CPU instead.
+ * A valid forest the float32 kernels cannot score faithfully: a sibling group with a reward or
+ * uncertainty beyond ±`GPU_FEATURE_LIMIT` whose values are not all exact float64 differences
+ * within that limit of the group's midpoint. Names the tree, the parent node and the field.
+ * `backend: 'auto'` scores such a forest on the CPU instead.
  */
 export class GpuInputRangeError extends ForestError {
   constructor(location: ForestErrorLocation, reason: string) {

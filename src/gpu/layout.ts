@@ -1,5 +1,6 @@
 import { ForestError, type ForestErrorLocation } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
+import { CONTRAST_EPSILON } from '../score/types.js';
 import { GpuInputRangeError } from './errors.js';
 import { toHalfBits } from './half.js';
 
@@ -8,7 +9,7 @@ import { toHalfBits } from './half.js';
  * the order of `forest.groupChild` — so each sibling group's rows are contiguous and a chunk
  * of consecutive groups is a contiguous slot range. Roots have no slot: nothing reads them.
  */
-export const FEAT_FLOATS = 6;
+export const FEAT_FLOATS = 8;
 export const FEAT_BYTES = FEAT_FLOATS * 4;
 export const OUT_BYTES = 16;
 export const WORK_BYTES = 16;
@@ -83,8 +84,11 @@ export function planChunks(forest: PackedForest, f16: boolean, maxBytes: number)
 
 /**
  * Largest |reward − ref| or |uncertainty − ref| (ref: the group's reference value) the f32
- * kernels accept: pairwise differences then stay far from the f32 range (Δ ≤ 4e30). Beyond it
- * the gpu backend throws `GpuInputRangeError` and `auto` scores on the CPU.
+ * kernels accept: pairwise differences then stay far from the f32 range (Δ ≤ 4e30). Groups
+ * whose values all lie within it use ref = 0 (their values are stored exactly); a group with a
+ * value beyond it uses its midpoint, and only if every value's difference to it is exact in
+ * float64 and within the limit. Otherwise the gpu backend throws `GpuInputRangeError` and
+ * `auto` scores on the CPU.
  */
 export const GPU_FEATURE_LIMIT = 1e30;
 
@@ -93,7 +97,7 @@ export type FeatureColumns = Pick<PackedForest, 'reward' | 'visits' | 'uncertain
 
 /**
  * Node features of the chunk-aligned slots `[s0, s1)` (whole groups): reward and uncertainty
- * relative to their group's reference as f32 hi/lo pairs, and the visited flag.
+ * as exact f32 triples (see writeGroupFeatures), the visited flag and the v2 share.
  */
 export function packFeatureRange(forest: PackedForest, s0: number, s1: number, cols: FeatureColumns = forest): Float32Array {
   const out = new Float32Array((s1 - s0) * FEAT_FLOATS);
@@ -106,13 +110,14 @@ export function packFeatureRange(forest: PackedForest, s0: number, s1: number, c
 }
 
 /**
- * Writes the k features of group `g` at `out[at…]`. Rewards and uncertainties are stored
- * relative to a per-group reference (the midpoint of the group's range, in float64; Δr and Δu
- * are translation-invariant), so their f32 hi/lo split is precise relative to the group's
- * spread rather than to the values' magnitude: siblings at 1e15 + 0.5 and 1e15 keep their 0.5.
- * Rewards of unvisited children never enter Δr, so they neither set the reference nor count
- * against the range (they are stored as 0). Throws `GpuInputRangeError` when a group's
- * relative values exceed `GPU_FEATURE_LIMIT`.
+ * Writes the k features of group `g` at `out[at…]`: rewards and uncertainties as f32
+ * triples (hi + mid + lo holds 72 bits, so every float64 value of magnitude in [2^-78, 1e30]
+ * is stored exactly and a pair's difference is computed on the device to a few f32 ulps of
+ * the difference itself, whatever the group's spread). Groups with a value beyond
+ * `GPU_FEATURE_LIMIT` are stored relative to their midpoint, when that is exact (siblings at
+ * 1e35 and 1e35 + 2^70 keep their difference). Rewards of unvisited children never enter Δr,
+ * so they neither set the reference nor count against the range (they are stored as the
+ * reference). Throws `GpuInputRangeError` when a group cannot be stored exactly.
  */
 export function writeGroupFeatures(forest: PackedForest, g: number, cols: FeatureColumns, out: Float32Array, at: number): void {
   packGroupFeatures(forest.groupChild, forest.groupOffset[g], forest.groupOffset[g + 1], cols, out, at, (field) => {
@@ -149,41 +154,82 @@ export function packGroupFeatures(
       if (r > rMax) rMax = r;
     }
   }
-  const rRef = rMin <= rMax ? rMin / 2 + rMax / 2 : 0;
-  const uRef = uMin / 2 + uMax / 2;
-  if (rMax - rRef > GPU_FEATURE_LIMIT || rRef - rMin > GPU_FEATURE_LIMIT) rangeError(parentAt('reward'), 'reward', rMin, rMax);
-  if (uMax - uRef > GPU_FEATURE_LIMIT || uRef - uMin > GPU_FEATURE_LIMIT) rangeError(parentAt('uncertainty'), 'uncertainty', uMin, uMax);
+  // Values within the limit are stored as they are (exactly); beyond it, relative to the midpoint.
+  const rShift = rMin < -GPU_FEATURE_LIMIT || rMax > GPU_FEATURE_LIMIT;
+  const uShift = uMax > GPU_FEATURE_LIMIT;
+  const rRef = rShift ? rMin / 2 + rMax / 2 : 0;
+  const uRef = uShift ? uMin / 2 + uMax / 2 : 0;
+  if (rShift) checkRelative(rows, s0, s1, reward, visits, rRef, rMin, rMax, parentAt, 'reward');
+  if (uShift) checkRelative(rows, s0, s1, uncertainty, undefined, uRef, uMin, uMax, parentAt, 'uncertainty');
+  const shareScale = shareScaleOf(uMax);
   for (let s = s0, o = at; s < s1; s++, o += FEAT_FLOATS) {
     const row = rows[s];
-    writeFeature(out, o, visits[row] > 0 ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef);
+    writeFeature(out, o, visits[row] > 0 ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef, shareScale);
   }
 }
 
-function rangeError(location: ForestErrorLocation, field: 'reward' | 'uncertainty', min: number, max: number): never {
+/**
+ * The power of two that brings the group's largest `u + ε` into [1, 2) (v2's contrast shares
+ * are ratios of `u + ε`, so any common scale leaves them exact). Within the range limits above
+ * (all values ≤ 1e30, or within 1e30 of the midpoint) the smallest `u + ε` of the group
+ * (ε = 1e−6) then stays a normal f32 (≥ 1e−6 / 2e30 > 2^-126).
+ */
+export function shareScaleOf(uMax: number): number {
+  // 2^-e is exact even when subnormal in float64 (e up to 1023).
+  return 2 ** -Math.floor(Math.log2(uMax + CONTRAST_EPSILON));
+}
+
+/** Whether `a − b` is exact in float64 (TwoSum's error term is 0). */
+function exactDifference(a: number, b: number): boolean {
+  const s = a - b;
+  const bb = s - a;
+  return a - (s - bb) + (-b - bb) === 0;
+}
+
+function checkRelative(
+  rows: ArrayLike<number>, s0: number, s1: number, values: ArrayLike<number>, visits: ArrayLike<number> | undefined,
+  ref: number, min: number, max: number, parentAt: (field: 'reward' | 'uncertainty') => ForestErrorLocation, field: 'reward' | 'uncertainty',
+): void {
+  let exact = max - ref <= GPU_FEATURE_LIMIT && ref - min <= GPU_FEATURE_LIMIT;
+  for (let s = s0; s < s1 && exact; s++) {
+    const row = rows[s];
+    if (visits === undefined || visits[row] > 0) exact = exactDifference(values[row], ref);
+  }
+  if (exact) return;
   const what = field === 'reward' ? 'rewards of its visited children' : 'uncertainties of its children';
   throw new GpuInputRangeError(
-    location,
-    `the ${what} span [${min}, ${max}], more than the gpu backend's float32 kernels hold (at most ${GPU_FEATURE_LIMIT} either side ` +
-      `of the group's midpoint); use the cpu backend (backend auto does)`,
+    parentAt(field),
+    `the ${what} span [${min}, ${max}]: beyond ±${GPU_FEATURE_LIMIT} the gpu backend's float32 kernels hold a group's values only ` +
+      `as exact differences to the group's midpoint, at most ${GPU_FEATURE_LIMIT} either side of it; use the cpu backend (backend auto does)`,
   );
 }
 
 /**
  * One feature record: `reward − rewardRef` and `uncertainty − uncertaintyRef` (float64) as f32
- * hi/lo pairs, and the visited flag. Callers pass the group's references (see
- * writeGroupFeatures; src/live/gpu.ts applies the same rule); they default to 0.
+ * triples `hi, mid, lo` (hi = f32(x), mid = f32(x − hi), lo = f32(x − hi − mid): exact for
+ * every float64 of magnitude in [2^-78, 2^100]), the visited flag, and
+ * `(uncertainty + ε)·shareScale` (the weight of this child in v2's split of a pair's contrast;
+ * `shareScale` is the group's `shareScaleOf`). Layout: `r_hi, r_mid, r_lo, visited, u_hi,
+ * u_mid, u_lo, share`. Callers pass the group's references (see writeGroupFeatures;
+ * src/live/gpu.ts uses the same packer); they default to 0 (and the scale to 1).
  */
-export function writeFeature(out: Float32Array, at: number, reward: number, uncertainty: number, visits: number, rewardRef = 0, uncertaintyRef = 0): void {
-  const r = reward - rewardRef;
-  const u = uncertainty - uncertaintyRef;
-  const rHi = Math.fround(r);
-  const uHi = Math.fround(u);
-  out[at] = rHi;
-  out[at + 1] = r - rHi;
-  out[at + 2] = uHi;
-  out[at + 3] = u - uHi;
-  out[at + 4] = visits > 0 ? 1 : 0;
-  out[at + 5] = 0;
+export function writeFeature(
+  out: Float32Array, at: number, reward: number, uncertainty: number, visits: number, rewardRef = 0, uncertaintyRef = 0, shareScale = 1,
+): void {
+  writeTriple(out, at, reward - rewardRef);
+  out[at + 3] = visits > 0 ? 1 : 0;
+  writeTriple(out, at + 4, uncertainty - uncertaintyRef);
+  out[at + 7] = (uncertainty + CONTRAST_EPSILON) * shareScale;
+}
+
+/** x as three f32 at out[at…at+2]; the two residuals are exact in float64. */
+function writeTriple(out: Float32Array, at: number, x: number): void {
+  const hi = Math.fround(x);
+  const rest = x - hi;
+  const mid = Math.fround(rest);
+  out[at] = hi;
+  out[at + 1] = mid;
+  out[at + 2] = rest - mid;
 }
 
 /** Embedding rows of slots `[s0, s1)`, slot-major; f16 as raw bits in a Uint16Array. */

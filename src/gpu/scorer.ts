@@ -1,5 +1,6 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import { resolveParams, type ScoreParams, type Scorer, type Scores } from '../score/types.js';
+import { ScorerDestroyedError } from '../util/errors.js';
 import { GpuContext, type GpuContextOptions } from './context.js';
 import type { Route } from './layout.js';
 import { ResidentForest, scoreStreaming, transferFloor, type GpuTimings, type ResidentOptions } from './resident.js';
@@ -41,6 +42,7 @@ export class GpuScorer implements Scorer {
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
     this.checkOpen();
+    assertPackedForest(forest);
     const result = await scoreStreaming(this.context, forest, resolveParams(params), this.residentOptions());
     const { timings, ...scores } = result;
     this.lastTimings = timings;
@@ -70,6 +72,6 @@ export class GpuScorer implements Scorer {
   }
 
   private checkOpen(): void {
-    if (this.destroyed) throw new Error('this GpuScorer was destroyed');
+    if (this.destroyed) throw new ScorerDestroyedError('gpu');
   }
 }

@@ -1,5 +1,5 @@
-import { GpuUnavailableError } from '../gpu/errors.js';
-import type { Backend } from '../score/select.js';
+import { GpuContext } from '../gpu/context.js';
+import { chooseAutoBackend, type Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
 import { CpuLiveBackend, type LiveBackend } from './backend.js';
 import { LiveForest } from './forest.js';
@@ -15,6 +15,8 @@ export interface CreateLiveForestOptions {
   gpu?: GpuLiveOptions;
   /** Called with a line saying which backend `auto` picked, or why it fell back. */
   onNotice?: (message: string) => void;
+  /** Accept (and ignore) fields trees and nodes do not have; default false (an unknown field is an error naming it). */
+  allowUnknownFields?: boolean;
 }
 
 /**
@@ -27,7 +29,7 @@ export async function createLiveForest(options: CreateLiveForestOptions): Promis
   const auto = (options.backend ?? 'auto') === 'auto';
   const recovery = auto ? { fallback: () => new CpuLiveBackend(), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
-    return new LiveForest(options.dim, backend, options.params, recovery);
+    return new LiveForest(options.dim, backend, options.params, { ...recovery, allowUnknownFields: options.allowUnknownFields === true });
   } catch (err) {
     backend.destroy();
     throw err;
@@ -38,15 +40,26 @@ async function createLiveBackend(options: CreateLiveForestOptions): Promise<Live
   const which = options.backend ?? 'auto';
   if (which === 'cpu') return new CpuLiveBackend();
   if (which === 'gpu') return GpuLiveBackend.create(options.gpu);
-  try {
+  if (options.gpu?.context === undefined) {
+    const choice = await chooseAutoBackend();
+    if (choice.backend === 'cpu') {
+      options.onNotice?.(`live forest: ${choice.why}; re-scoring on the cpu`);
+      return new CpuLiveBackend();
+    }
+    let context: GpuContext;
+    try {
+      context = await GpuContext.create({ adapter: choice.adapter });
+    } catch (err) {
+      options.onNotice?.(`live forest: the GPU could not be set up (${(err as Error).message}); re-scoring on the cpu`);
+      return new CpuLiveBackend();
+    }
     // Under auto the backend itself hands the forest to the CPU after an error the f32 kernels
     // cannot avoid (out-of-range values or α/τ, a non-finite output); a lost device is the forest's.
-    const gpu = await GpuLiveBackend.create(options.gpu, options.onNotice ? { onNotice: options.onNotice } : {});
-    options.onNotice?.(`live forest: re-scoring on the gpu (${gpu.context.adapterName})`);
+    const gpu = GpuLiveBackend.adopt(context, options.gpu ?? {}, options.onNotice ? { onNotice: options.onNotice } : {});
+    options.onNotice?.(`live forest: re-scoring on the gpu (${context.adapterName})`);
     return gpu;
-  } catch (err) {
-    if (!(err instanceof GpuUnavailableError)) throw err;
-    options.onNotice?.(`live forest: no WebGPU adapter, re-scoring on the cpu (${err.message})`);
-    return new CpuLiveBackend();
   }
+  const gpu = await GpuLiveBackend.create(options.gpu, options.onNotice ? { onNotice: options.onNotice } : {});
+  options.onNotice?.(`live forest: re-scoring on the gpu (${gpu.context.adapterName})`);
+  return gpu;
 }

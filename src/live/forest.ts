@@ -1,4 +1,4 @@
-import type { GroupScore, NodeAllocation, NodeScore, PlanJson, TreePlan } from '../allocate/plan.js';
+import { assertFinitePlan, assertFiniteTreePlan, type GroupScore, type NodeAllocation, type NodeScore, type PlanJson, type TreePlan } from '../allocate/plan.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import type { PackedForest } from '../forest/packed.js';
 import { GpuDeviceLostError } from '../gpu/errors.js';
@@ -47,10 +47,11 @@ export class LiveForest {
 
   /**
    * `fallback`: with `backend: 'auto'`, a backend to finish on when the GPU device is lost
-   * (every group is then re-scored there once, and `onNotice` says so).
+   * (every group is then re-scored there once, and `onNotice` says so). `allowUnknownFields`:
+   * trees and nodes may carry fields SPEC §1 does not define (ignored); otherwise they are refused.
    */
-  constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void } = {}) {
-    this.store = new LiveStore(dim);
+  constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void; allowUnknownFields?: boolean } = {}) {
+    this.store = new LiveStore(dim, { allowUnknownFields: recovery.allowUnknownFields === true });
     this.planner = new LivePlanner(this.store);
     this.params = resolveParams(params);
     this.backendNow = backend;
@@ -155,6 +156,7 @@ export class LiveForest {
 
   /** Re-scores what changed, then re-allocates what changed (SPEC §4). */
   async plan(options: LivePlanOptions = {}): Promise<LivePlanSummary> {
+    this.planner.check(options, this.params.rule); // a rejected plan must not re-score or count anything
     await this.rescore();
     const summary = this.planner.plan(options, this.params.rule);
     this.planned = true;
@@ -168,6 +170,7 @@ export class LiveForest {
     if (!this.planned) throw new Error('no plan yet: call plan() first');
     const s = this.store;
     const slot = s.slotOf(treeId);
+    if (Number.isNaN(this.planner.budgetOf(slot))) throw new Error(`tree ${JSON.stringify(s.slotId[slot])} joined after the last plan(): call plan() first`);
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
     const allocations: NodeAllocation[] = [];
     const pruned: number[] = [];
@@ -177,7 +180,7 @@ export class LiveForest {
     }
     const tree: TreePlan = { id: treeId, budget: this.planner.budgetOf(slot), unallocated: this.planner.unallocatedOf(slot), allocations, pruned };
     if (options.includeScores) Object.assign(tree, this.treeScores(treeId));
-    return tree;
+    return assertFiniteTreePlan(tree);
   }
 
   /** The whole SPEC §5 plan (or the listed trees), from the last `plan()`. */
@@ -189,7 +192,7 @@ export class LiveForest {
       plan.totalBudget = opts.totalBudget;
       plan.unallocated = this.planner.unallocatedTotal;
     }
-    return plan;
+    return assertFinitePlan(plan);
   }
 
   /** Current scores of one tree (call `rescore()` or `plan()` first for them to be fresh). */
@@ -205,6 +208,7 @@ export class LiveForest {
     for (let p = lo; p < hi; p++) {
       if (s.childCount[p] > 0) groups.push({ parent: p - lo, intensity: s.childCount[p] > 1 ? s.intensity[p] : 0 });
     }
+    assertFiniteTreePlan({ id: treeId, budget: 0, unallocated: 0, allocations: [], pruned: [], scores, groups });
     return { scores, groups };
   }
 

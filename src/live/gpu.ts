@@ -55,9 +55,8 @@ export interface GpuLiveRecovery {
  *
  * Before each rescore only what changed is sent: whole slabs for trees that arrived, grew or
  * moved, and the feature records of the groups that got feedback (embeddings never change in
- * place). Features are packed as in `src/gpu` (docs/GPU.md): relative to a per-group reference
- * (`writeFeature`), so a feedback update re-sends its whole group, whose reference may have
- * moved; embedding rows outside [2^-63, 2^65) are scaled by a power of two (`writeF32Row`).
+ * place). Features are packed as in `src/gpu` (docs/GPU.md): per group (`packGroupFeatures`:
+ * the reference and the v2 share scale are per group), so a feedback update re-sends its whole group; embedding rows outside [2^-63, 2^65) are scaled by a power of two (`writeF32Row`).
  * Only the re-scored groups' outputs are read back, and they must be finite.
  *
  * Errors the f32 kernels cannot avoid (`isCpuFallbackError`: a group's values out of range,
@@ -84,6 +83,11 @@ export class GpuLiveBackend implements LiveBackend {
   static async create(options: GpuLiveOptions = {}, recovery?: GpuLiveRecovery): Promise<GpuLiveBackend> {
     const context = options.context ?? (await GpuContext.create());
     return new GpuLiveBackend(context, options.context === undefined, options, recovery);
+  }
+
+  /** A backend that owns `context` (created by the caller for it) and destroys it with itself. */
+  static adopt(context: GpuContext, options: GpuLiveOptions = {}, recovery?: GpuLiveRecovery): GpuLiveBackend {
+    return new GpuLiveBackend(context, true, options, recovery);
   }
 
   get kind(): 'cpu' | 'gpu' { return this.cpu === undefined ? 'gpu' : 'cpu'; }
@@ -261,10 +265,10 @@ export class GpuLiveBackend implements LiveBackend {
   }
 
   /**
-   * Writes the k feature records of the group of parent row `p` into its chunk's host copy,
-   * relative to the group's reference (as `writeGroupFeatures` in src/gpu/layout.ts does for a
-   * packed forest: the midpoint of the visited rewards and of the uncertainties; unvisited
-   * rewards are stored as 0). Throws `GpuInputRangeError` beyond `GPU_FEATURE_LIMIT`.
+   * Writes the k feature records of the group of parent row `p` into its chunk's host copy
+   * with the packer of `writeGroupFeatures` in src/gpu/layout.ts (exact f32 triples; relative
+   * to the group's midpoint only for values beyond `GPU_FEATURE_LIMIT`). Throws
+   * `GpuInputRangeError` when a group cannot be stored exactly.
    */
   private packGroup(store: LiveStore, p: number): void {
     const s0 = store.childStart[p], s1 = s0 + store.childCount[p];

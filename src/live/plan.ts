@@ -1,4 +1,5 @@
-import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions, type Rule } from '../allocate/options.js';
+import { isBudget, MAX_WHOLE, resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions, type Rule } from '../allocate/options.js';
+import { OptionError } from '../util/errors.js';
 import { largestRemainder } from '../allocate/rounding.js';
 import { claimOf } from '../allocate/v2.js';
 import { describeValue } from '../forest/errors.js';
@@ -96,15 +97,33 @@ export class LivePlanner {
     for (let i = 0; i < count; i++) this.resplitRows[this.resplitCount++] = parents[i];
   }
 
+  /**
+   * Checks every setting of `plan(options)` against the forest as it is now and changes
+   * nothing: per-tree budgets (one for every live tree, each an integer in [0, 2³¹ − 1]) and,
+   * in global mode, the total against `minPerTree` × live trees. `plan` throws exactly when
+   * this does, but only after it has started its work.
+   */
+  check(options: LivePlanOptions = {}, scoredRule?: Rule): void {
+    const { opts, perTree } = resolveLiveOptions(options, scoredRule);
+    const store = this.store;
+    if (perTree !== undefined) for (const slot of store.treeOrder) treeBudget(perTree, store.slotId[slot]);
+    if (opts.totalBudget !== undefined && opts.totalBudget < opts.minPerTree * store.treeOrder.length) {
+      // A tree is live unless every one of its nodes is terminal (SPEC §4 liveness).
+      let liveTrees = 0;
+      for (const slot of store.treeOrder) {
+        const lo = store.slotStart[slot], hi = lo + store.slotSize[slot];
+        for (let v = lo; v < hi; v++) if (!store.terminal[v]) { liveTrees++; break; }
+      }
+      if (opts.totalBudget < opts.minPerTree * liveTrees) throw new OptionError(`total budget ${opts.totalBudget} is below minPerTree ${opts.minPerTree} × ${liveTrees} live trees`);
+    }
+  }
+
   /** `scoredRule`: the rule the store's scores were computed with (the plan's rule defaults to it). */
   plan(options: LivePlanOptions = {}, scoredRule?: Rule): LivePlanSummary {
     const store = this.store;
     const order = store.treeOrder;
     const T = order.length;
-    const { budget, ...rest } = options;
-    const opts = resolveAllocateOptions({ ...rest, budget: typeof budget === 'number' ? budget : undefined }, scoredRule);
-    const perTree = budget !== undefined && typeof budget === 'object' && budget !== null ? budget : undefined;
-    if (budget !== undefined && typeof budget !== 'number' && perTree === undefined) throw new RangeError(`budget must be a number or an object of budgets by tree id, got ${describeValue(budget)}`);
+    const { opts, perTree } = resolveLiveOptions(options, scoredRule);
     const key = `${opts.rule},${opts.pruneRatio},${opts.widen},${opts.contestGain},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
     const v2 = opts.rule === 'v2';
     if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
@@ -154,13 +173,7 @@ export class LivePlanner {
     if (opts.totalBudget !== undefined) {
       unallocatedTotal = this.splitGlobal(opts.totalBudget, opts.minPerTree, opts.treeFloor, budgets);
     } else if (perTree !== undefined) {
-      for (let t = 0; t < T; t++) {
-        const id = store.slotId[order[t]];
-        const b = perTree[id];
-        if (b === undefined) throw new RangeError(`budget has no entry for tree ${JSON.stringify(id)}`);
-        if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0) throw new RangeError(`budget[${JSON.stringify(id)}] must be an integer >= 0, got ${describeValue(b)}`);
-        budgets[t] = b;
-      }
+      for (let t = 0; t < T; t++) budgets[t] = treeBudget(perTree, store.slotId[order[t]]);
     } else {
       budgets.fill(opts.budget as number);
     }
@@ -281,7 +294,7 @@ export class LivePlanner {
       qSum += share[t];
     }
     if (total < minPerTree * liveTrees) {
-      throw new RangeError(`total budget ${total} is below minPerTree ${minPerTree} × ${liveTrees} live trees`);
+      throw new OptionError(`total budget ${total} is below minPerTree ${minPerTree} × ${liveTrees} live trees`);
     }
     out.fill(0);
     if (liveTrees === 0) return total;
@@ -398,6 +411,22 @@ export class LivePlanner {
       }
     }
   }
+}
+
+function resolveLiveOptions(options: LivePlanOptions, scoredRule?: Rule): { opts: ResolvedAllocateOptions; perTree: Readonly<Record<string, number>> | undefined } {
+  const { budget, ...rest } = options;
+  const opts = resolveAllocateOptions({ ...rest, budget: typeof budget === 'number' ? budget : undefined }, scoredRule);
+  const perTree = budget !== undefined && typeof budget === 'object' && budget !== null && !Array.isArray(budget) ? budget : undefined;
+  if (budget !== undefined && typeof budget !== 'number' && perTree === undefined) throw new OptionError(`budget must be a number or an object of budgets by tree id, got ${describeValue(budget)}`);
+  return { opts, perTree };
+}
+
+/** A live tree's entry of a per-tree budget object (own keys only: ids are untrusted). */
+function treeBudget(perTree: Readonly<Record<string, number>>, id: string): number {
+  if (!Object.hasOwn(perTree, id)) throw new OptionError(`budget has no entry for tree ${JSON.stringify(id)}`);
+  const b = perTree[id];
+  if (!isBudget(b)) throw new OptionError(`budget[${JSON.stringify(id)}] must be an integer in [0, ${MAX_WHOLE}], got ${describeValue(b)}`);
+  return b;
 }
 
 /** Buffer of `roundTree`: the best rows so far by (larger fractional part, then smaller row). */

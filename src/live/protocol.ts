@@ -1,8 +1,10 @@
 import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import { packForest } from '../forest/packed.js';
+import { resolveAllocateOptions } from '../allocate/options.js';
 import type { Backend } from '../score/select.js';
-import type { ScoreParams } from '../score/types.js';
+import { resolveParams, type ScoreParams } from '../score/types.js';
+import { didYouMean } from '../util/suggest.js';
 import { createLiveForest } from './create.js';
 import type { LiveForest } from './forest.js';
 import type { LivePlanOptions } from './plan.js';
@@ -11,7 +13,7 @@ import { LiveError, type NodeUpdate } from './store.js';
 /** Error codes of the JSON Lines protocol (docs/PROTOCOL.md). */
 export type ProtocolErrorCode =
   | 'parse_error' | 'invalid_request' | 'unknown_op' | 'unknown_tree' | 'unknown_node'
-  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'backend_error' | 'internal';
+  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'backend_error' | 'request_too_large' | 'internal';
 
 export interface ProtocolError {
   code: ProtocolErrorCode;
@@ -35,21 +37,33 @@ export interface SessionOptions {
   dim?: number;
   params?: Partial<ScoreParams>;
   onNotice?: (message: string) => void;
+  /** Accept (and ignore) fields nodes and trees do not have, as `--allow-unknown-fields` does for files. Default false. */
+  allowUnknownFields?: boolean;
 }
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
 const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
-const FIELDS: Record<string, readonly string[]> = {
-  'add-tree': ['tree', 'trees'],
-  'add-nodes': ['tree', 'nodes'],
-  update: ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal', 'updates'],
-  'finish-rollout': ['tree', 'path', 'leaf', 'reward'],
-  'remove-tree': ['tree', 'trees'],
-  plan: [...PLAN_FIELDS, 'scores', 'trees', 'changed'],
-  scores: ['trees'],
-  stats: [],
-  'set-params': ['alpha', 'tau', 'rule'],
-};
+/** The operations and the fields each takes; a Map so that no request key reaches Object.prototype. */
+const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
+  ['add-tree', ['tree', 'trees']],
+  ['add-nodes', ['tree', 'nodes']],
+  ['update', ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal', 'updates']],
+  ['finish-rollout', ['tree', 'path', 'leaf', 'reward']],
+  ['remove-tree', ['tree', 'trees']],
+  ['plan', [...PLAN_FIELDS, 'scores', 'trees', 'changed']],
+  ['scores', ['trees']],
+  ['stats', []],
+  ['set-params', ['alpha', 'tau', 'rule']],
+]);
+const OPS = [...FIELDS.keys()];
+
+/** Own fields only: a request is parsed JSON, and `in` would also see Object.prototype. */
+const has = (o: object, key: string): boolean => Object.hasOwn(o, key);
+
+/** Tree ids are strings; an integer names the tree whose id is its decimal string. */
+function idOf(x: unknown): unknown {
+  return typeof x === 'number' && Number.isSafeInteger(x) ? String(x) : x;
+}
 
 /**
  * One live forest driven by JSON requests, one per line; every request gets exactly one
@@ -94,13 +108,13 @@ export class LiveSession {
 
   private async dispatch(request: unknown): Promise<unknown> {
     if (request === null || typeof request !== 'object' || Array.isArray(request)) throw new RequestError('invalid_request', `a request must be a JSON object, got ${describeValue(request)}`);
-    const req = request as Record<string, unknown>;
+    const req = withIds(request as Record<string, unknown>);
     const op = req.op;
     if (typeof op !== 'string') throw new RequestError('invalid_request', `"op" must be a string naming the operation, got ${describeValue(op)}`);
-    const allowed = FIELDS[op];
-    if (allowed === undefined) throw new RequestError('unknown_op', `unknown op ${JSON.stringify(op)} (one of: ${Object.keys(FIELDS).join(', ')})`);
+    const allowed = FIELDS.get(op);
+    if (allowed === undefined) throw new RequestError('unknown_op', `unknown op ${JSON.stringify(op)}${didYouMean(op, OPS)} (one of: ${OPS.join(', ')})`);
     for (const key of Object.keys(req)) {
-      if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw new RequestError('invalid_request', `op ${JSON.stringify(op)} takes no field ${JSON.stringify(key)} (fields: ${allowed.join(', ') || 'none'})`);
+      if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw new RequestError('invalid_request', `op ${JSON.stringify(op)} takes no field ${JSON.stringify(key)}${didYouMean(key, allowed)} (fields: ${allowed.join(', ') || 'none'})`);
     }
     switch (op) {
       case 'add-tree': return this.addTrees(req);
@@ -111,13 +125,13 @@ export class LiveSession {
         return { tree, first, nodes: live.store.slotSize[live.store.slotOf(tree)] };
       }
       case 'update': {
-        const single = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'].some((k) => k in req);
-        if (single === ('updates' in req)) throw new RequestError('invalid_request', 'give either "updates" (an array) or one update ("tree", "node" and the fields to set)');
+        const single = UPDATE_FIELDS.some((k) => has(req, k));
+        if (single === has(req, 'updates')) throw new RequestError('invalid_request', 'give either "updates" (an array) or one update ("tree", "node" and the fields to set)');
         const updates = single ? [req as unknown as NodeUpdate] : req.updates;
         if (!Array.isArray(updates)) throw new RequestError('invalid_request', `"updates" must be an array, got ${describeValue(updates)}`);
         for (const u of updates) {
           if (u === null || typeof u !== 'object' || Array.isArray(u)) throw new RequestError('invalid_request', `an update must be an object, got ${describeValue(u)}`);
-          for (const key of Object.keys(u)) if (!single && !UPDATE_FIELDS.includes(key)) throw new RequestError('invalid_request', `an update takes no field ${JSON.stringify(key)} (fields: ${UPDATE_FIELDS.join(', ')})`);
+          for (const key of Object.keys(u)) if (!single && !UPDATE_FIELDS.includes(key)) throw new RequestError('invalid_request', `an update takes no field ${JSON.stringify(key)}${didYouMean(key, UPDATE_FIELDS)} (fields: ${UPDATE_FIELDS.join(', ')})`);
         }
         if (updates.length === 0) return { updated: 0 };
         this.need((updates[0] as { tree?: unknown } | null)?.tree).update(updates.map((u) => single ? pickUpdate(u as NodeUpdate) : u) as NodeUpdate[]);
@@ -126,14 +140,14 @@ export class LiveSession {
       case 'finish-rollout': {
         const live = this.need(req.tree);
         const tree = req.tree as string;
-        if (('path' in req) === ('leaf' in req)) throw new RequestError('invalid_request', 'give either "path" (node indices from the root) or "leaf" (a node index)');
-        const path = 'path' in req ? req.path as number[] : live.store.pathTo(tree, req.leaf);
+        if (has(req, 'path') === has(req, 'leaf')) throw new RequestError('invalid_request', 'give either "path" (node indices from the root) or "leaf" (a node index)');
+        const path = has(req, 'path') ? req.path as number[] : live.store.pathTo(tree, req.leaf);
         live.finishRollout(tree, { path }, req.reward as number);
         return { tree, path };
       }
       case 'remove-tree': {
-        if (('tree' in req) === ('trees' in req) || ('trees' in req && !Array.isArray(req.trees))) throw new RequestError('invalid_request', 'give either "tree" (an id) or "trees" (an array of ids)');
-        const ids = 'trees' in req ? req.trees as unknown[] : [req.tree];
+        if (has(req, 'tree') === has(req, 'trees') || (has(req, 'trees') && !Array.isArray(req.trees))) throw new RequestError('invalid_request', 'give either "tree" (an id) or "trees" (an array of ids)');
+        const ids = has(req, 'trees') ? req.trees as unknown[] : [req.tree];
         if (ids.length === 0) return { removed: 0, trees: this.forest?.treeCount ?? 0 };
         const live = this.need(ids[0]);
         for (const id of ids) live.store.slotOf(id); // all or nothing
@@ -155,7 +169,7 @@ export class LiveSession {
         return live.stats();
       }
       case 'set-params': {
-        const next = { ...this.params() };
+        let next = { ...this.params() };
         for (const k of ['alpha', 'tau'] as const) {
           if (req[k] === undefined) continue;
           if (typeof req[k] !== 'number') throw new RequestError('invalid_options', `"${k}" must be a number, got ${describeValue(req[k])}`);
@@ -165,7 +179,7 @@ export class LiveSession {
           if (req.rule !== 'v1' && req.rule !== 'v2') throw new RequestError('invalid_options', `"rule" must be "v1" or "v2", got ${describeValue(req.rule)}`);
           next.rule = req.rule;
         }
-        checkParams(next);
+        next = resolveParams(next);
         this.options.params = next;
         this.forest?.setParams(next);
         return { params: next };
@@ -175,29 +189,31 @@ export class LiveSession {
   }
 
   private params(): ScoreParams {
-    return checkParams({ alpha: 1, tau: 0.5, rule: 'v2', ...this.options.params });
+    return resolveParams(this.options.params);
   }
 
+  private get allowUnknownFields(): boolean { return this.options.allowUnknownFields === true; }
+
   private async addTrees(req: Record<string, unknown>): Promise<unknown> {
-    if (('tree' in req) === ('trees' in req)) throw new RequestError('invalid_request', 'give either "tree" (one tree object) or "trees" (an array of them)');
-    if ('tree' in req) {
+    if (has(req, 'tree') === has(req, 'trees')) throw new RequestError('invalid_request', 'give either "tree" (one tree object) or "trees" (an array of them)');
+    if (has(req, 'tree')) {
       const tree = req.tree as TreeInput;
       // The first tree fixes the dimension: a bad one must not create the forest.
-      if (this.forest === undefined) checkFirst([tree], this.options.dim);
+      if (this.forest === undefined) checkFirst([tree], this.options.dim, this.allowUnknownFields);
       const live = await this.ensure([tree]);
       const id = live.addTree(tree);
       return { tree: id, nodes: live.store.slotSize[live.store.slotOf(id)], trees: live.treeCount };
     }
     const trees = req.trees;
     if (!Array.isArray(trees)) throw new RequestError('invalid_request', `"trees" must be an array, got ${describeValue(trees)}`);
-    if (this.forest === undefined) checkFirst(trees as TreeInput[], this.options.dim);
+    if (this.forest === undefined) checkFirst(trees as TreeInput[], this.options.dim, this.allowUnknownFields);
     const live = await this.ensure(trees as TreeInput[]);
     const base = live.treeCount;
     // Default ids continue the live forest's positions, as if the trees were added one by one.
     const withIds = trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && (t as TreeInput).id === undefined ? { ...(t as TreeInput), id: String(base + i) } : t)) as TreeInput[];
     let packed;
     try {
-      packed = packForest({ dim: live.dim, trees: withIds });
+      packed = packForest({ dim: live.dim, trees: withIds }, { allowUnknownFields: this.allowUnknownFields });
     } catch (err) {
       if (err instanceof ForestError && err.location.tree !== undefined) throw new LiveError('invalid_value', { ...err.location, tree: base + err.location.tree }, err.reason);
       throw err;
@@ -206,6 +222,7 @@ export class LiveSession {
     return { trees: live.treeCount, added: packed.treeIds };
   }
 
+  /** Every part of the request is checked before the plan runs: a rejected plan changes nothing. */
   private async plan(req: Record<string, unknown>): Promise<unknown> {
     const options: LivePlanOptions = {};
     for (const k of PLAN_FIELDS) {
@@ -216,23 +233,30 @@ export class LiveSession {
       }
       (options as Record<string, unknown>)[k] = v;
     }
+    if (req.changed !== undefined && typeof req.changed !== 'boolean') throw new RequestError('invalid_request', `"changed" must be true or false, got ${describeValue(req.changed)}`);
+    if (req.scores !== undefined && typeof req.scores !== 'boolean') throw new RequestError('invalid_request', `"scores" must be true or false, got ${describeValue(req.scores)}`);
     const live = this.forest;
     if (live === undefined) {
+      const { budget, ...rest } = options;
+      resolveAllocateOptions({ ...rest, ...(typeof budget === 'number' ? { budget } : {}) });
+      if (req.trees !== undefined) this.treeList(undefined, req.trees);
       if (options.totalBudget !== undefined) return { params: this.params(), totalBudget: options.totalBudget, unallocated: options.totalBudget, trees: [], replanned: [] };
       return { params: this.params(), trees: [], replanned: [] };
     }
-    const summary = await live.plan(options);
     let trees = req.trees === undefined ? undefined : this.treeList(live, req.trees);
+    const summary = await live.plan(options); // checks the settings before it re-scores anything
     if (req.changed === true) trees = trees === undefined ? [...summary.replanned] : trees.filter((id) => summary.replanned.includes(id));
-    else if (req.changed !== undefined && req.changed !== false) throw new RequestError('invalid_request', `"changed" must be true or false, got ${describeValue(req.changed)}`);
-    if (req.scores !== undefined && typeof req.scores !== 'boolean') throw new RequestError('invalid_request', `"scores" must be true or false, got ${describeValue(req.scores)}`);
     const plan = live.planJson({ includeScores: req.scores === true, ...(trees !== undefined ? { trees } : {}) });
     return { ...plan, replanned: summary.replanned };
   }
 
-  private treeList(live: LiveForest, trees: unknown): string[] {
-    if (trees === undefined) return live.treeIds();
+  private treeList(live: LiveForest | undefined, trees: unknown): string[] {
+    if (trees === undefined) return live?.treeIds() ?? [];
     if (!Array.isArray(trees)) throw new RequestError('invalid_request', `"trees" must be an array of tree ids, got ${describeValue(trees)}`);
+    if (live === undefined) {
+      if (trees.length > 0) this.need(trees[0]);
+      return [];
+    }
     for (const id of trees) live.store.slotOf(id);
     return trees as string[];
   }
@@ -250,7 +274,7 @@ export class LiveSession {
     if (this.forest) return this.forest;
     if (this.creating === undefined) {
       const dim = this.options.dim ?? inferDim(trees);
-      this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
+      this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), allowUnknownFields: this.allowUnknownFields, ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
     }
     try {
       this.forest = await this.creating;
@@ -261,15 +285,17 @@ export class LiveSession {
   }
 }
 
-function checkFirst(trees: TreeInput[], dim: number | undefined): void {
-  packForest({ dim: dim ?? inferDim(trees), trees: trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && t.id === undefined ? { ...t, id: String(i) } : t)) });
+function checkFirst(trees: TreeInput[], dim: number | undefined, allowUnknownFields: boolean): void {
+  packForest({ dim: dim ?? inferDim(trees), trees: trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && t.id === undefined ? { ...t, id: String(i) } : t)) }, { allowUnknownFields });
 }
 
-function checkParams(p: ScoreParams): ScoreParams {
-  for (const k of ['alpha', 'tau'] as const) {
-    if (!(p[k] > 0) || !Number.isFinite(p[k])) throw new RangeError(`${k} must be a finite number > 0, got ${p[k]}`);
-  }
-  return p;
+/** The request with integer tree ids (in `tree`, `trees` of ids and `updates`) as their decimal strings. */
+function withIds(req: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...req };
+  if (has(out, 'tree')) out.tree = idOf(out.tree);
+  if (Array.isArray(out.trees) && req.op !== 'add-tree') out.trees = out.trees.map(idOf);
+  if (Array.isArray(out.updates)) out.updates = out.updates.map((u: unknown) => (u !== null && typeof u === 'object' && !Array.isArray(u) && has(u, 'tree') ? { ...u, tree: idOf((u as { tree: unknown }).tree) } : u));
+  return out;
 }
 
 function pickUpdate(u: NodeUpdate): NodeUpdate {

@@ -1,6 +1,6 @@
 import { describeValue, ForestError, type ForestErrorLocation } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
-import { packForest, treeIdOf, type PackedForest } from '../forest/packed.js';
+import { checkKnownFields, NODE_FIELDS, packForest, treeIdOf, type PackedForest } from '../forest/packed.js';
 import { grownClass, SlabAllocator, slabClass } from './slab.js';
 
 /** Which part of a request went wrong, for the protocol's error codes. */
@@ -27,6 +27,7 @@ export interface NodeUpdate {
 }
 
 const FLOAT32_MAX = 3.4028234663852886e38;
+const UPDATE_FIELDS: readonly string[] = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
 const MIN_ROWS = 1024;
 /** Sibling groups up to this size keep their pair distances (k(k−1)/2 numbers) between rescores. */
 export const MAX_CACHED_GROUP = 256;
@@ -129,16 +130,21 @@ export class LiveStore {
   membershipVersion = 0;
   nodeTotal = 0;
 
-  constructor(dim: number) {
+  /** Fields of trees and nodes beyond SPEC §1 are ignored instead of refused. */
+  readonly allowUnknownFields: boolean;
+
+  constructor(dim: number, options: { allowUnknownFields?: boolean } = {}) {
     if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
     this.dim = dim;
+    this.allowUnknownFields = options.allowUnknownFields === true;
     this.grow(MIN_ROWS);
   }
 
   get treeCount(): number { return this.treeOrder.length; }
 
-  /** Slot of a tree id, or throws `unknown_tree`. */
+  /** Slot of a tree id (an integer names the tree whose id is its decimal string), or throws `unknown_tree`. */
   slotOf(treeId: unknown): number {
+    if (typeof treeId === 'number' && Number.isSafeInteger(treeId)) treeId = String(treeId);
     if (typeof treeId !== 'string') throw new LiveError('invalid_value', { field: 'tree' }, `must be a tree id (a string), got ${describeValue(treeId)}`);
     const slot = this.bySlotId.get(treeId);
     if (slot === undefined) throw new LiveError('unknown_tree', { field: 'tree' }, `no tree with id ${describeValue(treeId)} in the live forest`);
@@ -181,7 +187,7 @@ export class LiveStore {
     // packForest holds the one copy of the node validation rules; re-locate its errors to this tree.
     let packed;
     try {
-      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] });
+      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] }, { allowUnknownFields: this.allowUnknownFields });
     } catch (err) {
       if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: position, treeId: id }, err.reason);
       throw err;
@@ -253,6 +259,7 @@ export class LiveStore {
       const v = n0 + i;
       const node = nodes[i];
       if (node === null || typeof node !== 'object' || Array.isArray(node)) throw new LiveError('invalid_value', this.at(slot, v), `a node must be an object, got ${describeValue(node)}`);
+      if (!this.allowUnknownFields) this.relocated(() => checkKnownFields(node, NODE_FIELDS, 'node', this.at(slot, v)));
       const p = node.parent;
       if (typeof p !== 'number' || !Number.isInteger(p) || p < 0 || p >= v) {
         throw new LiveError('invalid_value', this.at(slot, v, 'parent'), `must be a node index in [0, ${v - 1}] (parents come before children), got ${describeValue(p)}`);
@@ -306,6 +313,7 @@ export class LiveStore {
       const u = updates[i];
       if (u === null || typeof u !== 'object') throw new LiveError('invalid_value', {}, `an update must be an object, got ${describeValue(u)}`);
       const slot = this.slotOf(u.tree);
+      if (!this.allowUnknownFields) this.relocated(() => checkKnownFields(u, UPDATE_FIELDS, 'update', this.at(slot, typeof u.node === 'number' ? u.node : undefined)));
       rows[i] = this.rowInSlot(slot, u.node, 'node');
       this.checkFields(slot, u.node, u);
     }
@@ -444,6 +452,16 @@ export class LiveStore {
     this.pairStart[parent] = at;
     this.pairCap[parent] = count;
     return at;
+  }
+
+  /** Runs a check whose `ForestError` becomes a `LiveError` (invalid_value) at the same place. */
+  private relocated(check: () => void): void {
+    try {
+      check();
+    } catch (err) {
+      if (err instanceof ForestError && !(err instanceof LiveError)) throw new LiveError('invalid_value', err.location, err.reason);
+      throw err;
+    }
   }
 
   private checkFields(slot: number, node: number, f: { reward?: unknown; visits?: unknown; uncertainty?: unknown; terminal?: unknown }): void {

@@ -1,5 +1,8 @@
-import type { PackedForest } from '../forest/packed.js';
-import { CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scorer, type Scores } from './types.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
+import { OptionError, ScorerDestroyedError } from '../util/errors.js';
+import { sharedArray } from '../util/shared.js';
+import { CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
+import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
 export class CpuScratch {
@@ -57,15 +60,18 @@ function maxGroupSize(forest: PackedForest): number {
   return max;
 }
 
-/** Outputs for a forest: roots (and any row no group touches) keep weight 1 and zeros elsewhere. */
-export function allocateScores(forest: PackedForest, params: ScoreParams): Scores {
+/**
+ * Outputs for a forest: roots (and any row no group touches) keep weight 1 and zeros elsewhere.
+ * `array` allocates them (shared memory for the worker threads).
+ */
+export function allocateScores(forest: PackedForest, params: ScoreParams, array: (length: number) => Float64Array = (n) => new Float64Array(n)): Scores {
   const n = forest.nodeCount;
   return {
-    contrast: new Float64Array(n),
-    weight: new Float64Array(n).fill(1),
-    gradAlpha: new Float64Array(n),
-    gradTau: new Float64Array(n),
-    intensity: new Float64Array(forest.groupCount),
+    contrast: array(n),
+    weight: array(n).fill(1),
+    gradAlpha: array(n),
+    gradTau: array(n),
+    intensity: array(forest.groupCount),
     params,
     backend: 'cpu',
   };
@@ -103,7 +109,7 @@ export function scoreGroupsCpu(
 ): void {
   const { dim, embedding, reward, visits, uncertainty, groupOffset, groupChild } = forest;
   const { alpha, tau } = params;
-  const split = params.rule === 'v2';
+  const split = splitsContrast(params);
   const contrastOut = out.contrast, weightOut = out.weight, gaOut = out.gradAlpha, gbOut = out.gradTau;
   const pairValues = pairs === undefined ? NO_VALUES : pairs.values;
   for (let g = groupStart; g < groupEnd; g++) {
@@ -145,14 +151,24 @@ export function scoreGroupsCpu(
           dist = Math.min(1, Math.max(0, sq / 4));
         }
         if (fill) pairValues[at++] = dist;
-        const dr = visits[ri] > 0 && visits[rj] > 0 ? Math.abs(reward[ri] - reward[rj]) : 0;
+        const visited = visits[ri] > 0 && visits[rj] > 0;
+        const dr = visited ? Math.abs(reward[ri] - reward[rj]) : 0;
         const delta = dr + Math.abs(uncertainty[ri] - uncertainty[rj]);
         const den = delta + alpha * dist + CONTRAST_EPSILON;
-        const c = delta / den;
-        const dc = (-alpha * delta * dist) / (den * den);
+        let c = delta / den;
+        let dc = (-alpha * delta * dist) / (den * den);
+        if (!Number.isFinite(dc)) {
+          // Δ or α·Δ·d overflowed (rewards near ±1.8e308, α near 1e300): the same c and ∂c/∂log α
+          // from quarter-scale differences, which cannot overflow. Exact scaling by 4 keeps c as is.
+          const q = (visited ? Math.abs(reward[ri] / 4 - reward[rj] / 4) : 0) + Math.abs(uncertainty[ri] / 4 - uncertainty[rj] / 4);
+          const denQ = q + (alpha * dist + CONTRAST_EPSILON) / 4;
+          c = q / denQ;
+          dc = (-(alpha * dist) * c) / denQ / 4;
+        }
         if (split) {
+          // v2: σ_ij = 2(u_i + ε)/(u_i + u_j + 2ε), written so that huge uncertainties cannot overflow.
           const ui = uncertainty[ri] + CONTRAST_EPSILON, uj = uncertainty[rj] + CONTRAST_EPSILON;
-          const si = (2 * ui) / (ui + uj), sj = 2 - si;
+          const si = 2 / (1 + uj / ui), sj = 2 - si;
           C[i] += si * c; C[j] += sj * c; Cd[i] += si * dc; Cd[j] += sj * dc;
         } else {
           C[i] += c; C[j] += c; Cd[i] += dc; Cd[j] += dc;
@@ -177,16 +193,65 @@ export function scoreGroupsCpu(
   }
 }
 
+export interface CpuScorerOptions {
+  /**
+   * Threads `score` may use (the calling one included): groups are split across worker
+   * threads over shared memory, each scored by `scoreGroupsCpu`, so the scores are the same
+   * bit for bit. Default: `os.availableParallelism()`. Forests below `PARALLEL_MIN_COST` stay
+   * on the calling thread; `scoreSync` always does.
+   */
+  threads?: number;
+  /** Estimated work (`scoringCost`) from which `score` uses the threads; default `PARALLEL_MIN_COST` (tests and measurements lower it). */
+  minParallelCost?: number;
+}
+
 /** The float64 reference scorer (also the CPU fallback). */
 export class CpuScorer implements Scorer {
   readonly backend = 'cpu' as const;
+  readonly threads: number;
+  private readonly minParallelCost: number;
   private readonly scratch = new CpuScratch();
+  private pool: CpuWorkerPool | undefined;
+
+  constructor(options: CpuScorerOptions = {}) {
+    const threads = options.threads ?? defaultThreads();
+    if (!Number.isInteger(threads) || threads < 1) throw new OptionError(`threads must be an integer >= 1, got ${threads}`);
+    this.threads = threads;
+    this.minParallelCost = options.minParallelCost ?? PARALLEL_MIN_COST;
+  }
+
+  /** Worker threads running now (0 until a forest large enough was scored with threads > 1, and after `destroy`). */
+  get workerThreads(): number {
+    return this.pool?.running ?? 0;
+  }
+
+  /** Chunks of groups the worker threads scored (the rest were scored on the calling thread); reset by `destroy`. */
+  get workerChunks(): number {
+    return this.pool?.chunksOnWorkers ?? 0;
+  }
+
+  /** How many threads `score` would use on `forest`. */
+  threadsFor(forest: PackedForest, cost = scoringCost(forest)): number {
+    return this.threads > 1 && cost >= this.minParallelCost && forest.groupCount > 1 ? this.threads : 1;
+  }
+  private destroyed = false;
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
-    return this.scoreSync(forest, params);
+    if (this.destroyed) throw new ScorerDestroyedError('cpu');
+    assertPackedForest(forest);
+    const cost = this.threads > 1 ? scoringCost(forest) : 0;
+    if (this.threadsFor(forest, cost) === 1) return this.scoreSync(forest, params);
+    const resolved = resolveParams(params);
+    const out = allocateScores(forest, resolved, (n) => sharedArray(Float64Array, n));
+    this.pool ??= new CpuWorkerPool(this.threads - 1);
+    const scratch = this.scratch;
+    await this.pool.score(forest, resolved, out, (g0, g1) => scoreGroupsCpu(forest, resolved, out, g0, g1, scratch), cost);
+    return out;
   }
 
   scoreSync(forest: PackedForest, params?: Partial<ScoreParams>): Scores {
+    if (this.destroyed) throw new ScorerDestroyedError('cpu');
+    assertPackedForest(forest);
     const resolved = resolveParams(params);
     const out = allocateScores(forest, resolved);
     this.scratch.ensure(maxGroupSize(forest));
@@ -194,10 +259,15 @@ export class CpuScorer implements Scorer {
     return out;
   }
 
-  destroy(): void {}
+  /** Terminates the worker threads; the scorer refuses further calls, like every backend. */
+  destroy(): void {
+    this.destroyed = true;
+    this.pool?.destroy();
+    this.pool = undefined;
+  }
 }
 
-/** Scores a whole forest on the CPU in float64. */
+/** Scores a whole forest on the CPU in float64, on the calling thread. */
 export function scoreCpu(forest: PackedForest, params?: Partial<ScoreParams>): Scores {
-  return new CpuScorer().scoreSync(forest, params);
+  return new CpuScorer({ threads: 1 }).scoreSync(forest, params);
 }

@@ -1,4 +1,6 @@
-import type { PackedForest } from '../forest/packed.js';
+import { assertPackedForest, type PackedForest } from '../forest/packed.js';
+import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter } from '../gpu/adapter.js';
+import { ScorerDestroyedError } from '../util/errors.js';
 import { GpuContext } from '../gpu/context.js';
 import { GpuDeviceLostError, GpuUnavailableError, isCpuFallbackError } from '../gpu/errors.js';
 import type { GpuTimings } from '../gpu/resident.js';
@@ -22,6 +24,8 @@ export interface CreateScorerOptions {
   context?: GpuContext;
   /** The `navigator.gpu` to use instead of Dawn's (browsers, tests). */
   gpu?: GPU;
+  /** Threads of the CPU backend (and of `auto` when it scores on the CPU); see `CpuScorerOptions`. Default: available parallelism. */
+  threads?: number;
 }
 
 /** A scorer that reports its per-call GPU timings (the gpu backend, and `auto` while on the GPU). */
@@ -31,7 +35,8 @@ export interface TimedScorer extends Scorer {
 
 /**
  * Picks a scoring backend. `gpu` fails with `GpuUnavailableError` when there is no adapter;
- * `auto` uses the GPU when an adapter exists, says which backend it used through `onNotice`,
+ * `auto` uses the GPU when a real (not CPU-emulated) adapter exists, or the `context` given,
+ * says once which backend it chose and why through `onNotice`,
  * and finishes on the CPU (with a warning) if the device is lost. `auto` also scores one call
  * on the CPU, with a warning, when its inputs leave the f32 kernels' range
  * (`GpuInputRangeError`, `GpuParamRangeError`) or the GPU returned a non-finite value
@@ -39,19 +44,27 @@ export interface TimedScorer extends Scorer {
  */
 export async function createScorer(options: CreateScorerOptions = {}): Promise<Scorer> {
   const backend = options.backend ?? 'auto';
-  if (backend === 'cpu') return new CpuScorer();
+  const cpu = () => new CpuScorer({ threads: options.threads });
+  if (backend === 'cpu') return cpu();
   if (backend === 'gpu') return GpuScorer.create({ f16: options.f16, context: options.context, gpu: options.gpu });
   if (backend !== 'auto') throw new RangeError(`backend must be 'cpu', 'gpu' or 'auto', got ${String(backend)}`);
 
   const notice = options.onNotice ?? (() => {});
   let context = options.context;
   const owned = !context;
-  try {
-    context ??= await GpuContext.create({ gpu: options.gpu });
-  } catch (err) {
-    const why = err instanceof GpuUnavailableError ? 'no WebGPU adapter found' : `the GPU could not be set up (${(err as Error).message})`;
-    notice(`backend auto: ${why}; scoring on the cpu backend`);
-    return new CpuScorer();
+  if (!context) {
+    const choice = await chooseAutoBackend(options.gpu);
+    if (choice.backend === 'cpu') {
+      const scorer = cpu();
+      notice(`backend auto: ${choice.why}; scoring on the cpu backend (${scorer.threads} thread${scorer.threads === 1 ? '' : 's'})`);
+      return scorer;
+    }
+    try {
+      context = await GpuContext.create({ adapter: choice.adapter });
+    } catch (err) {
+      notice(`backend auto: the GPU could not be set up (${(err as Error).message}); scoring on the cpu backend`);
+      return cpu();
+    }
   }
   let f16 = options.f16 ?? false;
   if (f16 && !context.hasF16) {
@@ -59,16 +72,40 @@ export async function createScorer(options: CreateScorerOptions = {}): Promise<S
     f16 = false;
   }
   const gpu = await GpuScorer.create({ context, f16 });
-  notice(`backend auto: scoring on the gpu backend (${context.adapterName}${f16 ? ', f16 embeddings' : ''})`);
-  return new AutoScorer(gpu, options.onNotice, owned ? context : undefined);
+  notice(`backend auto: scoring on the gpu backend (${context.adapterName}${owned ? ', a hardware adapter' : ', the context given'}${f16 ? ', f16 embeddings' : ''})`);
+  return new AutoScorer(gpu, cpu(), options.onNotice, owned ? context : undefined);
+}
+
+/** What `auto` picks: a real GPU's adapter, or the CPU and why. */
+export type AutoChoice = { backend: 'gpu'; adapter: GPUAdapter; name: string } | { backend: 'cpu'; why: string };
+
+/**
+ * `auto`'s choice: the GPU when the adapter WebGPU offers is a real one; the CPU when there is
+ * none or when it is CPU-emulated (llvmpipe/lavapipe, SwiftShader, WARP — slower than the CPU
+ * backend on the same cores). Used by `createScorer` and `createLiveForest`.
+ */
+export async function chooseAutoBackend(gpu?: GPU): Promise<AutoChoice> {
+  let adapter: GPUAdapter;
+  try {
+    adapter = await requestGpuAdapter(gpu);
+  } catch (err) {
+    return { backend: 'cpu', why: err instanceof GpuUnavailableError ? 'no WebGPU adapter found' : `no WebGPU adapter could be requested (${(err as Error).message})` };
+  }
+  const identity = adapterIdentity(adapter);
+  const name = adapterName(identity);
+  const emulated = cpuEmulationReason(identity);
+  if (emulated !== undefined) {
+    return { backend: 'cpu', why: `the WebGPU adapter "${name}" is CPU-emulated (${emulated}) and slower than the cpu backend on the same cores; --backend gpu uses it anyway` };
+  }
+  return { backend: 'gpu', adapter, name };
 }
 
 /** `auto` after an adapter was found: the GPU until its device is lost, then the CPU. */
 class AutoScorer implements TimedScorer {
   private gpu: GpuScorer | undefined;
-  private readonly cpu = new CpuScorer();
+  private destroyed = false;
 
-  constructor(gpu: GpuScorer, private readonly onNotice: ((message: string) => void) | undefined, private readonly ownedContext?: GpuContext) {
+  constructor(gpu: GpuScorer, private readonly cpu: CpuScorer, private readonly onNotice: ((message: string) => void) | undefined, private readonly ownedContext?: GpuContext) {
     this.gpu = gpu;
   }
 
@@ -81,6 +118,8 @@ class AutoScorer implements TimedScorer {
   }
 
   async score(forest: PackedForest, params?: Partial<ScoreParams>): Promise<Scores> {
+    if (this.destroyed) throw new ScorerDestroyedError('auto');
+    assertPackedForest(forest);
     const gpu = this.gpu;
     if (gpu) {
       try {
@@ -103,7 +142,9 @@ class AutoScorer implements TimedScorer {
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.release();
+    this.cpu.destroy();
   }
 
   private release(): void {

@@ -16,6 +16,14 @@ export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, t
 /** ε of the contrast response c = Δ / (Δ + α·d + ε). */
 export const CONTRAST_EPSILON = 1e-6;
 
+/**
+ * Whether `params` select the v2 rule (each pair's contrast split between the two siblings in
+ * proportion to their uncertainty). The one place every backend asks, so the default is set here.
+ */
+export function splitsContrast(params: Pick<ScoreParams, 'rule'>): boolean {
+  return params.rule === 'v2';
+}
+
 export type RealArray = Float64Array | Float32Array;
 
 /**
@@ -42,11 +50,19 @@ export interface Scorer {
   destroy(): void;
 }
 
+/**
+ * α and τ are accepted in [1e−300, 1e300]: the gradients are bounded by about 1/τ, so a
+ * smaller τ would make them overflow, and the contrast's denominator Δ + α·d + ε must stay
+ * finite for every finite Δ. Outside, `OptionError`.
+ */
+export const PARAM_MIN = 1e-300;
+export const PARAM_MAX = 1e300;
+
 export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   const alpha = params?.alpha ?? DEFAULT_PARAMS.alpha;
   const tau = params?.tau ?? DEFAULT_PARAMS.tau;
-  if (!(alpha > 0) || !Number.isFinite(alpha)) throw new OptionError(`alpha must be a finite number > 0, got ${alpha}`);
-  if (!(tau > 0) || !Number.isFinite(tau)) throw new OptionError(`tau must be a finite number > 0, got ${tau}`);
+  if (typeof alpha !== 'number' || !(alpha >= PARAM_MIN && alpha <= PARAM_MAX)) throw new OptionError(`alpha must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${alpha}`);
+  if (typeof tau !== 'number' || !(tau >= PARAM_MIN && tau <= PARAM_MAX)) throw new OptionError(`tau must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${tau}`);
   const rule = params?.rule ?? 'v2';
   if (rule !== 'v1' && rule !== 'v2') throw new OptionError(`rule must be 'v1' or 'v2', got ${String(rule)}`);
   return { alpha, tau, rule };

@@ -1,5 +1,6 @@
 import { packColumns, type PackedForest } from '../forest/packed.js';
 import { Rng } from '../util/random.js';
+import { sharedArray } from '../util/shared.js';
 
 /**
  * Seeded synthetic rollout forests: the demo's workload, the benchmarks' workloads and the
@@ -90,15 +91,15 @@ function fillFeatures(f: SynthFeatures, rng: Rng, parents: Int32Array[], termina
   const contestRate = f.contestRate ?? 0.2;
   const unvisitedRate = f.unvisitedRate ?? 0.15;
   const treeCount = parents.length;
-  const treeOffset = new Int32Array(treeCount + 1);
+  const treeOffset = sharedArray(Int32Array, treeCount + 1);
   for (let t = 0; t < treeCount; t++) treeOffset[t + 1] = treeOffset[t] + parents[t].length;
   const nodeCount = treeOffset[treeCount];
-  const parent = new Int32Array(nodeCount);
-  const terminal = new Uint8Array(nodeCount);
-  const reward = new Float64Array(nodeCount);
-  const visits = new Float64Array(nodeCount);
-  const uncertainty = new Float64Array(nodeCount);
-  const embedding = new Float32Array(nodeCount * dim);
+  const parent = sharedArray(Int32Array, nodeCount);
+  const terminal = sharedArray(Uint8Array, nodeCount);
+  const reward = sharedArray(Float64Array, nodeCount);
+  const visits = sharedArray(Float64Array, nodeCount);
+  const uncertainty = sharedArray(Float64Array, nodeCount);
+  const embedding = sharedArray(Float32Array, nodeCount * dim);
   const logit = new Float64Array(nodeCount);
   const contested = new Uint8Array(nodeCount);
   const goal = new Float32Array(dim);

@@ -5,3 +5,11 @@
 export class OptionError extends RangeError {
   override name = 'OptionError';
 }
+
+/** A scorer used after `destroy()`: every backend (cpu, gpu, auto) refuses the same way. */
+export class ScorerDestroyedError extends Error {
+  override name = 'ScorerDestroyedError';
+  constructor(backend: string) {
+    super(`this ${backend} scorer was destroyed: create a new one with createScorer`);
+  }
+}

@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import { childrenOf, liveness, type BudgetMode, type SpecForest, type SpecNode, type SpecParams, type SpecTree } from './spec.js';
+import type { V2Params } from './v2.js';
 
 const f32 = (min: number, max: number) => fc.float({ min, max, noNaN: true, noDefaultInfinity: true });
 
@@ -169,4 +170,37 @@ export const indistinguishableCaseArb: fc.Arbitrary<Case> = fc.record({
     budget = { ...budget, total: budget.minPerTree * liveTrees + budget.total };
   }
   return { forest, format, params: { ...params, budget }, explicit: false };
+});
+
+/** A v2 case: the v1 forest and settings plus v2's own, and how the command line spells them. */
+export interface V2Case {
+  forest: SpecForest;
+  format: 'json' | 'jsonl';
+  params: V2Params;
+  /** Spell default-valued flags out on the command line. */
+  explicit: boolean;
+  /** `default`: no --rule flag; `v2`: `--rule v2`. */
+  rule: 'default' | 'v2';
+  /** A --widen to pass as well (v2 must accept and ignore it), or none. */
+  widen?: number;
+}
+
+const v2ExtrasArb = fc.record({
+  contestGain: fc.oneof(fc.constant(4), fc.constant(0), fc.double({ min: 0, max: 20, noNaN: true }), fc.constant(1e6)),
+  treeFloor: fc.oneof(fc.constant(0.25), fc.double({ min: -3, max: 1, noNaN: true }).map((e) => 10 ** e), fc.constantFrom(1e-6, 1e6)),
+  rule: fc.constantFrom<'default' | 'v2'>('default', 'v2'),
+  passWiden: fc.boolean(),
+});
+
+/** The v1 random forests (caseArb) under random v2 settings, in both budget modes. */
+export const v2CaseArb: fc.Arbitrary<V2Case> = fc.tuple(caseArb, v2ExtrasArb).map(([c, x]) => {
+  const { widen, ...shared } = c.params;
+  return {
+    forest: c.forest,
+    format: c.format,
+    params: { ...shared, contestGain: x.contestGain, treeFloor: x.treeFloor, minDepth: 1 },
+    explicit: c.explicit,
+    rule: x.rule,
+    widen: x.passWiden ? widen : undefined,
+  };
 });

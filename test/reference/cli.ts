@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Plan, SpecParams } from './spec.js';
+import type { V2Params, V2Plan } from './v2.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -19,9 +20,12 @@ export function runCli(args: readonly string[], input?: string): CliResult {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** The SPEC §5 score flags for a parameter set; defaults are spelled out only when `explicit` says so. */
+/**
+ * The score flags for a v1 parameter set; defaults are spelled out only when `explicit` says so.
+ * `--rule v1` always: spec.ts is the v1 reference and v2 is the CLI's default rule.
+ */
 export function scoreFlags(p: SpecParams, explicit: Partial<Record<keyof SpecParams, boolean>> = {}): string[] {
-  const f: string[] = [];
+  const f: string[] = ['--rule', 'v1'];
   const put = (flag: string, value: number, dflt: number | undefined, key: keyof SpecParams) => {
     if (value !== dflt || explicit[key]) f.push(flag, String(value));
   };
@@ -46,4 +50,45 @@ export function scoreFile(file: string, params: SpecParams, opts: { scores?: boo
   const r = runCli(args);
   if (r.status !== 0) throw new Error(`trace-alloc ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
   return JSON.parse(r.stdout) as Plan;
+}
+
+export interface V2FlagOptions {
+  /** Spell out every setting, defaults included. */
+  explicit?: boolean;
+  /** `default`: no --rule flag (the CLI's default must be v2); `v2`: `--rule v2`. */
+  rule?: 'default' | 'v2';
+  /** Pass this --widen too: a v1 setting v2 must accept and ignore. */
+  widen?: number;
+}
+
+/** The score flags for a v2 parameter set (minDepth has no flag: it must be 1). */
+export function v2Flags(p: V2Params, o: V2FlagOptions = {}): string[] {
+  if (p.minDepth !== 1) throw new Error(`minDepth ${p.minDepth} has no CLI flag`);
+  const f: string[] = o.rule === 'v2' ? ['--rule', 'v2'] : [];
+  const put = (flag: string, value: number, dflt: number) => {
+    if (value !== dflt || o.explicit) f.push(flag, String(value));
+  };
+  put('--alpha', p.alpha, 1);
+  put('--tau', p.tau, 0.5);
+  put('--prune-ratio', p.pruneRatio, 0.5);
+  put('--contest-gain', p.contestGain, 4);
+  put('--tree-floor', p.treeFloor, 0.25);
+  put('--base-depth', p.baseDepth, 4);
+  put('--depth-gain', p.depthGain, 1);
+  if (p.maxDepth !== undefined) f.push('--max-depth', String(p.maxDepth));
+  if (o.widen !== undefined) f.push('--widen', String(o.widen));
+  if (p.budget.kind === 'perTree') put('--budget', p.budget.budget, 16);
+  else {
+    f.push('--total-budget', String(p.budget.total));
+    put('--min-per-tree', p.budget.minPerTree, 1);
+  }
+  return f;
+}
+
+/** `trace-alloc score FILE --scores --backend cpu [v2 flags]`, parsed; throws with stderr on a non-zero exit. */
+export function scoreFileV2(file: string, params: V2Params, opts: V2FlagOptions & { scores?: boolean } = {}): V2Plan {
+  const args = ['score', file, ...(opts.scores === false ? [] : ['--scores']), '--backend', 'cpu', ...v2Flags(params, opts)];
+  const r = runCli(args);
+  if (r.status !== 0) throw new Error(`trace-alloc ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
+  return JSON.parse(r.stdout) as V2Plan;
 }

@@ -3,9 +3,19 @@ import type { Plan, PlanAllocation, PlanTree, ReferenceResult, TreeTies } from '
 /** SPEC §2 precision contract. */
 export const TOL_SCORE = 1e-4;
 export const TOL_GRAD = 1e-3;
+/** ALGORITHM.md "Precision and ties": two float64 implementations, every score field relative to max(1, |value|). */
+export const TOL_FLOAT64 = 1e-9;
 
 function gradOk(got: number, want: number): boolean {
   return Math.abs(got - want) <= TOL_GRAD * Math.max(1, Math.abs(want));
+}
+
+function float64Ok(got: number, want: number): boolean {
+  return Math.abs(got - want) <= TOL_FLOAT64 * Math.max(1, Math.abs(want));
+}
+
+function scoreOk(got: number, want: number): boolean {
+  return Math.abs(got - want) <= TOL_SCORE;
 }
 
 function sameList(a: readonly number[], b: readonly number[]): boolean {
@@ -65,10 +75,17 @@ export interface CompareOptions {
    * indistinguishable siblings whose shares are the same expression of the same numbers.
    */
   exactTies?: boolean;
+  /**
+   * Hold every score field (C, w, gA, gB, I) to 1e-9·max(1, |value|), the float64-to-float64
+   * contract, instead of the GPU tolerances.
+   */
+  float64?: boolean;
 }
 
-export function comparePlans(got: Plan, ref: ReferenceResult, options: CompareOptions = {}): string[] {
+export function comparePlans(got: Plan, ref: Pick<ReferenceResult, 'plan' | 'ties' | 'depth'>, options: CompareOptions = {}): string[] {
   const withScores = options.withScores ?? true;
+  const near = options.float64 ? float64Ok : scoreOk;
+  const nearGrad = options.float64 ? float64Ok : gradOk;
   const out: string[] = [];
   const want = ref.plan;
   if (got.params?.alpha !== want.params.alpha || got.params?.tau !== want.params.tau) {
@@ -96,10 +113,10 @@ export function comparePlans(got: Plan, ref: ReferenceResult, options: CompareOp
           return;
         }
         const at = `${where} node ${s.node}`;
-        if (!(Math.abs(o.contrast - s.contrast) <= TOL_SCORE)) out.push(`${at}: contrast got ${o.contrast}, want ${s.contrast}`);
-        if (!(Math.abs(o.weight - s.weight) <= TOL_SCORE)) out.push(`${at}: weight got ${o.weight}, want ${s.weight}`);
-        if (!gradOk(o.gradAlpha, s.gradAlpha)) out.push(`${at}: gradAlpha got ${o.gradAlpha}, want ${s.gradAlpha}`);
-        if (!gradOk(o.gradTau, s.gradTau)) out.push(`${at}: gradTau got ${o.gradTau}, want ${s.gradTau}`);
+        if (!near(o.contrast, s.contrast)) out.push(`${at}: contrast got ${o.contrast}, want ${s.contrast}`);
+        if (!near(o.weight, s.weight)) out.push(`${at}: weight got ${o.weight}, want ${s.weight}`);
+        if (!nearGrad(o.gradAlpha, s.gradAlpha)) out.push(`${at}: gradAlpha got ${o.gradAlpha}, want ${s.gradAlpha}`);
+        if (!nearGrad(o.gradTau, s.gradTau)) out.push(`${at}: gradTau got ${o.gradTau}, want ${s.gradTau}`);
       });
       const gg = gt.groups ?? [];
       const wg = wt.groups ?? [];
@@ -107,7 +124,7 @@ export function comparePlans(got: Plan, ref: ReferenceResult, options: CompareOp
         out.push(`${where}: group parents got ${JSON.stringify(gg.map((x) => x.parent))}, want ${JSON.stringify(wg.map((x) => x.parent))}`);
       } else {
         wg.forEach((x, i) => {
-          if (!(Math.abs(gg[i].intensity - x.intensity) <= TOL_SCORE)) out.push(`${where} group ${x.parent}: intensity got ${gg[i].intensity}, want ${x.intensity}`);
+          if (!near(gg[i].intensity, x.intensity)) out.push(`${where} group ${x.parent}: intensity got ${gg[i].intensity}, want ${x.intensity}`);
         });
       }
     } else if (gt.scores !== undefined || gt.groups !== undefined) {

@@ -1,0 +1,216 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Worker } from 'node:worker_threads';
+import type { PackedForest } from '../forest/packed.js';
+import { toShared } from '../util/shared.js';
+import type { ScoreParams, Scores } from './types.js';
+
+/** Threads the CPU scorer uses by default: every core the process may run on. */
+export function defaultThreads(): number {
+  return Math.max(1, availableParallelism());
+}
+
+/**
+ * Below this much estimated work (`scoringCost`) a forest is scored on the calling thread
+ * alone: handing groups to the workers and waiting for their replies costs more than it saves.
+ * Measured with `npx tsx bench/threads-crossover.ts` on the project's 2-core machine (see
+ * docs/BENCHMARKS.md): two threads break even between 2e5 and 1e6 units (about 0.5–2 ms of
+ * single-thread scoring); the constant sits at the upper end so that small calls never lose.
+ */
+export const PARALLEL_MIN_COST = 1_000_000;
+
+/** Chunks per thread: enough for threads that start late or get fewer cycles to even out. */
+const CHUNKS_PER_THREAD = 8;
+
+/** Work of scoring groups [g0, g1) in units of about one multiply-add over an embedding value. */
+function groupCost(forest: PackedForest, g: number): number {
+  const k = forest.groupOffset[g + 1] - forest.groupOffset[g];
+  const pairs = (k * (k - 1)) / 2;
+  return k * (forest.dim + 8) + pairs * (forest.dim + 16);
+}
+
+/** Estimated work of scoring the whole forest (see `PARALLEL_MIN_COST`). */
+export function scoringCost(forest: PackedForest): number {
+  let total = 0;
+  for (let g = 0; g < forest.groupCount; g++) total += groupCost(forest, g);
+  return total;
+}
+
+/** Chunk boundaries over the groups, `chunks + 1` of them, cut at equal estimated work. */
+export function splitGroups(forest: PackedForest, chunks: number, total = scoringCost(forest)): Int32Array {
+  const n = Math.max(1, Math.min(chunks, forest.groupCount));
+  const bounds = new Int32Array(n + 1);
+  let c = 1, acc = 0;
+  for (let g = 0; g < forest.groupCount && c < n; g++) {
+    acc += groupCost(forest, g);
+    while (c < n && acc >= (total * c) / n) bounds[c++] = g + 1;
+  }
+  for (; c <= n; c++) bounds[c] = forest.groupCount;
+  return bounds;
+}
+
+/** What a worker receives per call: the forest's and the outputs' arrays (all shared memory) and the chunk queue. */
+export interface ScoreJob {
+  id: number;
+  /** Every number and typed-array field of the forest (typed arrays over SharedArrayBuffer). */
+  forest: Record<string, unknown>;
+  params: ScoreParams;
+  /** Every typed-array field of the output `Scores` (over SharedArrayBuffer). */
+  out: Record<string, unknown>;
+  /** Chunk c is groups [bounds[c], bounds[c+1]). */
+  bounds: Int32Array;
+  /** Shared counter: the next chunk to take (`Atomics.add`). */
+  next: Int32Array;
+}
+
+export type WorkerReply = { id: number; ok: true; chunks: number } | { id: number; ok: false; message: string };
+
+/** The forest's fields a worker needs, arrays in shared memory (copied once per forest when they are not). */
+const sharedFields = new WeakMap<PackedForest, Record<string, unknown>>();
+
+function shareForest(forest: PackedForest): Record<string, unknown> {
+  let fields = sharedFields.get(forest);
+  if (!fields) {
+    fields = {};
+    for (const [key, value] of Object.entries(forest)) {
+      if (typeof value === 'number') fields[key] = value;
+      else if (ArrayBuffer.isView(value) && !(value instanceof DataView)) fields[key] = toShared(value as Float64Array);
+    }
+    sharedFields.set(forest, fields);
+  }
+  return fields;
+}
+
+function outputFields(out: Scores): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(out)) if (ArrayBuffer.isView(value)) fields[key] = value;
+  return fields;
+}
+
+/**
+ * The worker: the compiled `cpu-worker.js` next to this file (dist/), or, when this module runs
+ * from TypeScript sources (tsx, vitest), `cpu-worker.ts` required through tsx's CommonJS hook
+ * inside the worker: Node 20 does not apply the parent's ESM loader hooks to a worker's entry.
+ */
+function workerScript(): { script: URL | string; eval: boolean } {
+  const js = new URL('./cpu-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return { script: js, eval: false };
+  const ts = fileURLToPath(new URL('./cpu-worker.ts', import.meta.url));
+  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
+  return { script: `require(${JSON.stringify(tsx)}).register();\nrequire(${JSON.stringify(ts)});`, eval: true };
+}
+
+interface Pending {
+  remaining: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * Worker threads that score chunks of a forest's groups with the float64 reference
+ * (`scoreGroupsCpu`, in `cpu-worker.ts`), reading the forest and writing the outputs in shared
+ * memory. Created on first use, reused across calls, `unref`ed between calls so an idle pool
+ * never keeps the process alive; `destroy()` terminates the workers.
+ */
+export class CpuWorkerPool {
+  private workers: Worker[] = [];
+  private starting: Promise<Worker[]> | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private destroyed = false;
+
+  /** `size`: worker threads (the calling thread scores too, so a pool of N−1 serves N threads). */
+  constructor(readonly size: number) {}
+
+  get running(): number {
+    return this.workers.length;
+  }
+
+  /** Chunks the workers (not the calling thread) have scored since the pool started. */
+  chunksOnWorkers = 0;
+
+  /**
+   * Scores `forest` into `out` (whose arrays must be over SharedArrayBuffer) on the workers and
+   * on the calling thread (`scoreHere(g0, g1)`), chunk by chunk from one shared queue; resolves
+   * when every chunk is done.
+   */
+  async score(forest: PackedForest, params: ScoreParams, out: Scores, scoreHere: (groupStart: number, groupEnd: number) => void, total?: number): Promise<void> {
+    if (this.destroyed) throw new Error('this CpuScorer was destroyed');
+    const workers = this.workers.length === this.size ? this.workers : await this.start();
+    const bounds = splitGroups(forest, (this.size + 1) * CHUNKS_PER_THREAD, total);
+    const next = new Int32Array(new SharedArrayBuffer(4));
+    const id = this.nextId++;
+    const job: ScoreJob = { id, forest: shareForest(forest), params, out: outputFields(out), bounds, next };
+    const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: workers.length, resolve, reject }));
+    for (const w of workers) { w.ref(); w.postMessage(job); }
+    const chunks = bounds.length - 1;
+    try {
+      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1)) scoreHere(bounds[c], bounds[c + 1]);
+    } catch (err) {
+      Atomics.store(next, 0, chunks); // let the workers stop early
+      await done.catch(() => {});
+      throw err;
+    }
+    try {
+      await done;
+    } finally {
+      if (this.pending.size === 0) for (const w of workers) w.unref();
+    }
+  }
+
+  private start(): Promise<Worker[]> {
+    this.starting ??= (async () => {
+      const { Worker } = await import('node:worker_threads');
+      const entry = workerScript();
+      const workers: Worker[] = [];
+      for (let i = 0; i < this.size; i++) {
+        const w = new Worker(entry.script, { eval: entry.eval, name: `trace-alloc cpu ${i + 1}` });
+        w.unref();
+        w.on('message', (reply: WorkerReply) => this.settle(reply));
+        w.on('error', (err) => { if (this.workers.includes(w)) this.fail(err); });
+        w.on('exit', (code) => { if (this.workers.includes(w)) this.fail(new Error(`a CPU scoring worker exited (code ${code})`)); });
+        workers.push(w);
+      }
+      if (this.destroyed) for (const w of workers) void w.terminate();
+      else this.workers = workers;
+      return workers;
+    })();
+    return this.starting;
+  }
+
+  private settle(reply: WorkerReply): void {
+    const p = this.pending.get(reply.id);
+    if (!p) return;
+    if (!reply.ok) {
+      this.pending.delete(reply.id);
+      p.reject(new Error(`CPU scoring worker failed: ${reply.message}`));
+      return;
+    }
+    this.chunksOnWorkers += reply.chunks;
+    if (--p.remaining === 0) {
+      this.pending.delete(reply.id);
+      p.resolve();
+    }
+  }
+
+  /** A worker died: fail every call in flight and start afresh on the next one. */
+  private fail(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    const old = this.workers;
+    this.workers = [];
+    this.starting = undefined;
+    for (const w of old) void w.terminate();
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const w of this.workers) void w.terminate();
+    this.workers = [];
+    for (const p of this.pending.values()) p.reject(new Error('this CpuScorer was destroyed'));
+    this.pending.clear();
+  }
+}
