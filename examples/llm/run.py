@@ -110,11 +110,16 @@ def main() -> int:
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--smoke", action="store_true", help="1 seed, a few steps (CI)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a Config field (e.g. trace_rollouts_per_tree=2)")
     ap.add_argument("--report-only", action="store_true", help="rewrite summary and charts from OUT/results.json")
     args = ap.parse_args()
     if args.report_only:
         return report(Path(args.out), json.loads((Path(args.out) / "results.json").read_text()))
-    overrides = SMOKE if args.smoke else {}
+    overrides = dict(SMOKE) if args.smoke else {}
+    for item in args.set:
+        key, value = item.split("=", 1)
+        overrides[key] = type(getattr(Config(), key))(value)
     seeds = [args.first_seed] if args.smoke else list(range(args.first_seed, args.first_seed + args.seeds))
     samplers = args.samplers.split(",")
     info = machine()
