@@ -53,14 +53,6 @@ def _plain(value):
     return value
 
 
-def _json_value(x):
-    if isinstance(x, (np.bool_, bool)):
-        return bool(x)
-    if isinstance(x, (np.integer, int)):
-        return int(x)
-    return float(x)
-
-
 def _json_nodes(cols: dict, a: int, b: int) -> list[dict]:
     return [{"parent": int(cols["parent"][i]), "reward": float(cols["reward"][i]), "visits": int(cols["visits"][i]),
              "uncertainty": float(cols["uncertainty"][i]), "terminal": bool(cols["terminal"][i]),
@@ -80,9 +72,6 @@ class AllocatorClient:
         self.forests_sent = 0
         self.nodes_sent: list[int] = []  # nodes per forest sent
         self._ids: list[str] = []
-        self._sent: list[int] = []
-        self._last_offset: list[int] = []
-        self._last: dict = {}
         pkg = _load_package() if prefer_package and os.environ.get("TRACE_ALLOC_LLM_TRANSPORT") != "json" else None
         if pkg is not None and hasattr(getattr(pkg, "Service", None), "add_forest"):
             self._client = pkg.Service(command)
@@ -101,40 +90,24 @@ class AllocatorClient:
     def sync_forest(self, ids: list[str], tree_offset: np.ndarray, parent: np.ndarray, reward: np.ndarray,
                     visits: np.ndarray, uncertainty: np.ndarray, terminal: np.ndarray,
                     embedding: np.ndarray) -> None:
-        """Makes the service's live forest equal to these trees (one row per node, trees in order;
-        a tree only grows between calls with the same id). Binary input replaces the trees in one
-        batch; over JSON only the new nodes and the changed fields travel."""
-        cols = {"parent": parent, "reward": reward, "visits": visits, "uncertainty": uncertainty,
-                "terminal": terminal, "embedding": embedding}
+        """Makes the service's live forest exactly these trees (one row per node, trees in order).
+
+        The whole forest travels in one batch either way: binary columns replacing the trees with
+        the same ids, or over JSON one `remove-tree` and one `add-tree` of all trees. Measured on
+        the shared machine, a round trip costs more than the bytes, so this beats sending only the
+        new nodes tree by tree (one `add-nodes` request per tree)."""
+        same = list(ids) == self._ids
+        if self._ids and not (same and self._binary):
+            self._client.remove_trees(self._ids)
         if self._binary:
-            same = list(ids) == self._ids
-            if self._ids and not same:
-                self._client.remove_trees(self._ids)
             self._client.add_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding,
                                     tree_id=list(ids), replace=same)
-        elif list(ids) != self._ids:
-            if self._ids:
-                self._client.remove_trees(self._ids)
+        else:
+            cols = {"parent": parent, "reward": reward, "visits": visits, "uncertainty": uncertainty,
+                    "terminal": terminal, "embedding": embedding}
             self._client.add_trees([{"id": tid, "nodes": _json_nodes(cols, int(tree_offset[t]), int(tree_offset[t + 1]))}
                                     for t, tid in enumerate(ids)])
-        else:
-            updates = []
-            for t, tid in enumerate(ids):
-                a, sent, b = int(tree_offset[t]), self._sent[t], int(tree_offset[t + 1])
-                for i in range(a, a + sent):
-                    j = self._last_offset[t] + (i - a)
-                    change = {k: _json_value(cols[k][i]) for k in ("reward", "visits", "uncertainty", "terminal")
-                              if cols[k][i] != self._last[k][j]}
-                    if change:
-                        updates.append({"tree": tid, "node": i - a, **change})
-                if b > a + sent:
-                    self._client.add_nodes(tid, _json_nodes(cols, a + sent, b))
-            if updates:
-                self._client.update_many(updates)
         self._ids = list(ids)
-        self._sent = [int(tree_offset[t + 1] - tree_offset[t]) for t in range(len(ids))]
-        self._last_offset = [int(x) for x in tree_offset[:-1]]
-        self._last = {k: v.copy() for k, v in cols.items() if k != "embedding"}
         self.forests_sent += 1
         self.nodes_sent.append(int(tree_offset[-1]))
 
