@@ -63,6 +63,8 @@ def summarize(runs: list[dict], samplers: list[str]) -> dict:
         if s.startswith("trace"):
             out[s]["allocator_share"] = mean_interval([r["allocator_share"] for r in rs])
             out[s]["allocator_ms_per_step"] = mean_interval([1e3 * r["allocator_s"] for r in rs])
+            if all("root_branches" in r for r in rs):
+                out[s]["root_share"] = mean_interval([r["root_branches"] / r["planned_branches"] for r in rs])
     diffs = {}
     for t in [s for s in samplers if s.startswith("trace")]:
         for base in ("independent", "uniform"):

@@ -139,6 +139,7 @@ class TraceSampler:
         self.params = None
         self.steps = 0
         self.plans = 0
+        self.root_branches = 0  # planned branches that start at a prompt (a fresh chain)
         self.plan_mismatches = 0  # rounds whose branches + unallocated differ from the budget asked for
 
     def grow(self, g: Grower, model) -> None:
@@ -173,6 +174,8 @@ class TraceSampler:
                         raise AssertionError("plan allocated to terminal node %d of tree %s" % (a["node"], tree["id"]))
                     starts += [v] * a["branches"]
                     self.planned_branches += a["branches"]
+                    if a["node"] == 0:
+                        self.root_branches += a["branches"]
                 per_tree.append(starts)
             starts = interleave(per_tree)
             self.launched += len(starts)

@@ -119,7 +119,8 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model) -> 
             result.update({
                 "allocator_s": sampler.allocator_s / cfg.steps,
                 "allocator_share": sampler.allocator_s / step_s,
-                "plans": sampler.plans, "planned_branches": sampler.planned_branches, "launched": sampler.launched,
+                "plans": sampler.plans, "planned_branches": sampler.planned_branches,
+                "root_branches": sampler.root_branches, "launched": sampler.launched,
                 "forests_sent": client.forests_sent, "nodes_sent": client.nodes_sent,
                 "last_forest_nodes": len(forest.nodes), "plan_budget_mismatches": sampler.plan_mismatches,
                 "startup_s": client.startup_s,
