@@ -30,9 +30,11 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a t
   it('trains with all four samplers at exactly the token budget, TRACE following its plans', () => {
     if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but python3 cannot import torch and transformers: ${probe.stderr}`);
     if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
-    const run = spawnSync('python3', [`${root}examples/llm/run.py`, '--smoke', '--out', out], { encoding: 'utf8', timeout: 110_000 });
+    // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
+    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+    const run = spawnSync('python3', [`${root}examples/llm/run.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
     expect(run.status, run.stderr).toBe(0);
-    const result = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { runs: Run[]; allocator: { params: { alpha: number; tau: number } } };
+    const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: Run[]; allocator: { params: { alpha: number; tau: number } } };
     expect(result.runs.map((r) => r.sampler)).toEqual(['independent', 'uniform', 'trace', 'trace-learned']);
     for (const r of result.runs) {
       // Every sampler spends exactly the same generated-token budget in every step.
@@ -58,6 +60,6 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a t
       expect(r.service_stats!.trees).toBe(r.config.prompts_per_step);
       expect(r.transport).toMatch(/binary|JSON/);
     }
-    expect(readFileSync(join(out, 'curve.svg'), 'utf8')).toContain('<polyline');
+    expect(readFileSync(join(out, 'results', 'curve.svg'), 'utf8')).toContain('<polyline');
   });
 });
