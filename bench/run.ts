@@ -150,14 +150,17 @@ async function runWorkload(w: Workload, ctx: { threads: { cpu: CpuScorer; pass: 
   }
 
   const peers = w.peers && ctx.peers;
+  // The peers implement rule v1's scoring (v2 only re-shares each pair's response, the same
+  // work), so they are checked against the v1 reference.
+  const refV1 = peers ? cpu.scoreSync(forest, { ...PARAMS, rule: 'v1' }) : ref;
   if (peers) {
     const { roots, byRow } = toNested(forest);
     const [, naiveMs] = timed(() => scoreNaive(roots, PARAMS.alpha, PARAMS.tau));
-    res.checks.naive = checkAgainstReference(forest, ref, naiveToArrays(forest, byRow));
+    res.checks.naive = checkAgainstReference(forest, refV1, naiveToArrays(forest, byRow));
     if (res.checks.naive.ok) cases.push({ path: 'naive', fn: () => scoreNaive(roots, PARAMS.alpha, PARAMS.tau), firstMs: naiveMs });
     if (ctx.tfjs) {
       const [tf, tfMs] = timed(() => scoreTfjs(forest, PARAMS.alpha, PARAMS.tau));
-      res.checks.tfjs = checkAgainstReference(forest, ref, tf);
+      res.checks.tfjs = checkAgainstReference(forest, refV1, tf);
       if (res.checks.tfjs.ok) cases.push({ path: 'tfjs', fn: () => scoreTfjs(forest, PARAMS.alpha, PARAMS.tau), firstMs: tfMs });
     } else res.skipped.tfjs = ctx.tfjsNote;
   }
@@ -195,7 +198,7 @@ async function runWorkload(w: Workload, ctx: { threads: { cpu: CpuScorer; pass: 
     if (ctx.numpy) {
       try {
         const run = runNumpy(forest, { ...PARAMS, minSamples: ctx.sampling.minSamples, maxTime: ctx.sampling.maxTime, fewSamplesAboveMs: ctx.sampling.quick ? QUICK_FEW_SAMPLES.aboveMs : undefined });
-        res.checks.numpy = checkAgainstReference(forest, ref, run.outputs);
+        res.checks.numpy = checkAgainstReference(forest, refV1, run.outputs);
         if (res.checks.numpy.ok) res.figures.numpy = summarise(run.samplesMs, 'python');
         console.log(`  ${PATH_LABEL.numpy}: ${formatNumber(res.figures.numpy?.meanMs ?? Number.NaN)} ms (${run.samplesMs.length} samples, timed in Python)`);
       } catch (err) {

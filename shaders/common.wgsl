@@ -105,9 +105,7 @@ fn tripleDiff(x: vec3<f32>, y: vec3<f32>) -> f32 {
 }
 
 // Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited.
-fn feedback(si: u32, sj: u32) -> f32 {
-  let a = feat[si];
-  let b = feat[sj];
+fn feedbackOf(a: Feat, b: Feat) -> f32 {
   var dr = 0.0;
   if (a.reward.w > 0.0 && b.reward.w > 0.0) {
     dr = tripleDiff(a.reward.xyz, b.reward.xyz);
@@ -115,22 +113,32 @@ fn feedback(si: u32, sj: u32) -> f32 {
   return dr + tripleDiff(a.uncertainty.xyz, b.uncertainty.xyz);
 }
 
-// (c_ij, ∂c_ij/∂a). ∂c/∂a is written as −c·(α·d/den) so it cannot overflow for huge Δ.
-fn response(si: u32, fi: f32, sj: u32, fj: f32) -> vec2<f32> {
-  let delta = feedback(si, sj);
-  let ad = P.alpha * distance(si, fi, sj, fj);
+// (c_ij, ∂c_ij/∂a) from Δ and the distance. ∂c/∂a is written as −c·(α·d/den) so it cannot
+// overflow for huge Δ.
+fn responseOf(delta: f32, dist: f32) -> vec2<f32> {
+  let ad = P.alpha * dist;
   let den = delta + ad + EPS;
   let c = delta / den;
   return vec2<f32>(c, -c * (ad / den));
 }
 
+fn response(si: u32, fi: f32, sj: u32, fj: f32) -> vec2<f32> {
+  return responseOf(feedbackOf(feat[si], feat[sj]), distance(si, fi, sj, fj));
+}
+
 // v2's split of the pair (i, j): s_ij = 2(u_i + ε)/(u_i + u_j + 2ε), from the scaled shares (a
 // ratio, so f32 holds it to a few ulps however large or small the uncertainties). v1: 1.
 // Both shares are normal f32 (the host's range limit), so the sum is never 0.
+fn splitOfFeat(a: Feat, b: Feat) -> f32 {
+  if (P.rule == 0u) {
+    return 1.0;
+  }
+  return 2.0 * a.uncertainty.w / (a.uncertainty.w + b.uncertainty.w);
+}
+
 fn splitOf(si: u32, sj: u32) -> f32 {
   if (P.rule == 0u) {
     return 1.0;
   }
-  let a = feat[si].uncertainty.w;
-  return 2.0 * a / (a + feat[sj].uncertainty.w);
+  return splitOfFeat(feat[si], feat[sj]);
 }

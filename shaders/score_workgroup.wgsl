@@ -1,29 +1,11 @@
 // One workgroup per sibling group: lanes stride over the children (any k), each lane sums
 // its children's responses against every sibling, then the workgroup reduces max/sums for
-// the softmax through workgroup memory. Used for large groups.
+// the softmax through workgroup memory (group_finish.wgsl). Used for mid-sized groups;
+// score_tiles.wgsl + score_reduce.wgsl spread the largest ones over many workgroups.
 
 override WG: u32 = 64u;  // a power of two (tree reductions)
 
 var<workgroup> entry: vec4<u32>;
-var<workgroup> red: array<vec4<f32>, WG>;
-
-fn reduceMaxSum(lid: u32, v: vec4<f32>) -> vec4<f32> {
-  // .x is reduced with max, .yzw with +.
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      let a = red[lid];
-      let b = red[lid + s];
-      red[lid] = vec4<f32>(max(a.x, b.x), a.yzw + b.yzw);
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let li = wid.y * P.gridX + wid.x;
@@ -62,28 +44,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     out[o0 + i].z = acc.y * inv;
   }
   storageBarrier();
-  var part = vec4<f32>(-3.0e38, 0.0, 0.0, 0.0);
-  for (var i = lid; i < k; i += WG) {
-    let c = out[o0 + i].x;
-    part = vec4<f32>(max(part.x, c), part.y + c, 0.0, 0.0);
-  }
-  let mc = reduceMaxSum(lid, part);
-  let cMax = mc.x;
-  part = vec4<f32>(0.0);
-  for (var i = lid; i < k; i += WG) {
-    let o = out[o0 + i];
-    let z = exp((o.x - cMax) / P.tau);
-    part += vec4<f32>(0.0, z, z * o.x, z * o.z);
-  }
-  let zs = reduceMaxSum(lid, part);
-  let wC = zs.z / zs.y;
-  let wCd = zs.w / zs.y;
-  for (var i = lid; i < k; i += WG) {
-    let o = out[o0 + i];
-    let w = exp((o.x - cMax) / P.tau) / zs.y;
-    out[o0 + i] = vec4<f32>(o.x, w, (o.z - wCd) / P.tau, -(o.x - wC) / P.tau);
-  }
-  if (lid == 0u) {
-    outI[e.w] = mc.y / f32(k);
-  }
+  finishGroup(lid, e);
 }

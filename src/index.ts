@@ -6,11 +6,13 @@
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
 export { packForest, packColumns, assertPackedForest, type PackedForest, type ForestColumns, type PackOptions } from './forest/packed.js';
+export { DEFAULT_MAX_GROUP_SIZE, checkGroupSizes } from './forest/limits.js';
 export { DEFAULT_PARAMS, CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scores, type Scorer, type RealArray } from './score/types.js';
 export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch, type CpuScorerOptions } from './score/cpu.js';
 export { PARALLEL_MIN_COST, scoringCost, defaultThreads } from './score/threads.js';
 export { createScorer, type Backend, type CreateScorerOptions } from './score/select.js';
-export { parseForest, loadForestFile, parseJsonLenient, type ForestFormat } from './forest/load.js';
+export { parseForest, loadForestFile, parseJsonLenient, parseColumnarForest, sniffColumnar, type ForestFormat, type ColumnarFormat } from './forest/load.js';
+export { writeForestFile, forestBytes } from './forest/write.js';
 export { allocate, type Allocation } from './allocate/allocate.js';
 export { resolveAllocateOptions, DEFAULT_BUDGET, type AllocateOptions, type ResolvedAllocateOptions } from './allocate/options.js';
 export { planToJson, NonFiniteOutputError, type PlanJson, type TreePlan, type NodeAllocation, type NodeScore, type GroupScore } from './allocate/plan.js';

@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { adapterIdentity, cpuEmulationReason, requestGpuAdapter, type AdapterIdentity } from '../src/gpu/adapter.js';
 import { createLiveForest } from '../src/live/create.js';
 import { scoreCpu } from '../src/score/cpu.js';
@@ -110,6 +110,7 @@ gpuDescribe('auto on this machine\'s adapter', () => {
 
   it('CLI: score --backend auto says on stderr, once, which backend and why; --backend gpu still uses the adapter', () => {
     const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-auto-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'f.json');
     writeFileSync(file, JSON.stringify({ dim: 2, trees: [{ id: 'a', nodes: [{ embedding: [1, 0] }, { parent: 0, reward: 1, visits: 1, embedding: [0, 1] }, { parent: 0, embedding: [1, 1] }] }] }));
     const auto = runCli(['score', file]);

@@ -37,7 +37,8 @@ const forests = {
   nearDuplicatesCloseU: nearDuplicates(0.9, 5e-6, 0.005),
   dim0: generateForest({ trees: 5, dim: 0, seed: 11, minNodes: 3, maxNodes: 20 }),
 };
-const params = { alpha: 0.7, tau: 0.3 };
+// The peers implement rule v1's scoring; they are held to the v1 reference.
+const params = { alpha: 0.7, tau: 0.3, rule: 'v1' as const };
 
 describe('bench peers agree with the float64 reference', () => {
   beforeAll(async () => {

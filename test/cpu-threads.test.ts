@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { packColumns, packForest, type PackedForest } from '../src/forest/packed.js';
 import { CpuScorer, scoreCpu } from '../src/score/cpu.js';
 import { createScorer } from '../src/score/select.js';
@@ -140,7 +140,9 @@ describe('the worker file', () => {
   `;
 
   it.each([true, false])('runs from dist/ (compiled JS), and the process exits by itself (destroy() called: %s)', (destroy) => {
-    const file = join(mkdtempSync(join(tmpdir(), 'trace-alloc-threads-')), 'run.mjs');
+    const tmp = mkdtempSync(join(tmpdir(), 'trace-alloc-threads-'));
+    onTestFinished(() => rmSync(tmp, { recursive: true, force: true }));
+    const file = join(tmp, 'run.mjs');
     writeFileSync(file, script(destroy));
     const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).toBe('');
@@ -152,6 +154,7 @@ describe('the worker file', () => {
 describe('--threads', () => {
   it('gives the same plan on 1 and 3 threads; refuses 0 and fractions naming the flag', () => {
     const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-threads-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'f.json');
     const f = generateRegularForest({ trees: 300, branching: 4, depth: 3, dim: 32, seed: 2 });
     const trees = Array.from({ length: f.treeCount }, (_, t) => ({

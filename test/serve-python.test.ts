@@ -45,19 +45,20 @@ describe('trace-alloc serve --stdio (the built CLI)', () => {
     expect(run.stderr).toContain('--stdio');
   });
 
-  it('drives a whole simulated training step from Python (examples/python/simulated_step.py)', () => {
+  it('drives a whole simulated training step from Python with the trace_alloc package (examples/python/simulated_step.py)', () => {
     requireBuiltCli();
     const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });
     if (python.error || python.status !== 0) throw new Error('python3 is not on PATH: the Python client test needs it');
     for (const backend of ['cpu', 'auto']) {
       const run = spawnSync('python3', [`${root}examples/python/simulated_step.py`, '--cmd', `"${process.execPath}" "${cli}" serve --stdio --backend ${backend}`], {
-        encoding: 'utf8', timeout: 120_000, cwd: `${root}examples/python`,
+        encoding: 'utf8', timeout: 120_000, cwd: `${root}examples/python`, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
       });
       expect(run.status, `${backend}: ${run.stderr}`).toBe(0);
       const summary = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, number | string>;
       expect(summary.prompts).toBe(8);
       expect(summary.rollouts_started).toBeGreaterThan(0);
       expect(Number(summary.rollouts_finished) + Number(summary.stopped_early)).toBe(summary.rollouts_started);
+      expect(summary.stopped_early, 'the default run must show the early stop it documents').toBeGreaterThan(0);
       expect(summary.trees).toBe(8 - Number(summary.removed));
     }
   });

@@ -5,9 +5,10 @@ where the step's rollouts go; rollouts run and finish one at a time, in random o
 calls and verifiers take different times), feeding rewards back; half-way the plan is redone
 on the updated trees, branches it now prunes are stopped early and their budget flows to the
 rest; finished prompts leave the batch. Prints one JSON summary line; exits non-zero if an
-invariant of the protocol or of SPEC §4 does not hold.
+invariant of the protocol or of the allocation rules does not hold.
 
-    python3 simulated_step.py --cmd "node dist/cli/main.js serve --stdio --backend cpu"
+    pip install ./python          # the trace_alloc package (numpy is its only dependency)
+    python3 examples/python/simulated_step.py --cmd "node dist/cli/main.js serve --stdio --backend cpu"
 """
 
 import argparse
@@ -15,8 +16,16 @@ import json
 import random
 import shlex
 import sys
+from pathlib import Path
 
-from trace_alloc_client import TraceAllocClient, TraceAllocError, default_command
+import numpy as np
+
+try:
+    import trace_alloc
+except ImportError:  # run from a checkout without `pip install ./python`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+    import trace_alloc
+from trace_alloc import TraceAllocError
 
 
 def noisy(rng, base, spread):
@@ -24,61 +33,65 @@ def noisy(rng, base, spread):
 
 
 def check_plan(plan, total_budget):
-    """SPEC §4: every tree places exactly its budget; the tree budgets add up to the total."""
+    """Every tree places exactly its budget; the tree budgets add up to the total."""
     placed = 0
-    for tree in plan["trees"]:
-        branches = sum(a["branches"] for a in tree["allocations"])
-        assert branches + tree["unallocated"] == tree["budget"], tree
-        assert all(a["depth"] >= 1 for a in tree["allocations"]), tree
-        placed += tree["budget"]
-    assert placed + plan["unallocated"] == total_budget, (placed, plan["unallocated"], total_budget)
+    for tree in plan.trees:
+        assert tree.branches + tree.unallocated == tree.budget, tree
+        assert all(a.depth >= 1 for a in tree.allocations), tree
+        placed += tree.budget
+    assert placed + plan.unallocated == total_budget, (placed, plan.unallocated, total_budget)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cmd", help="service command (default: $TRACE_ALLOC_CMD or trace-alloc serve --stdio)")
+    ap.add_argument("--cmd", help="service command (default: trace_alloc.find_command() + serve --stdio)")
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--dim", type=int, default=8)
     ap.add_argument("--total-budget", type=int, default=64)
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=6)  # a batch whose half-way re-plan stops rollouts early
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    command = shlex.split(args.cmd) if args.cmd else default_command()
+    command = shlex.split(args.cmd) if args.cmd else None
 
-    with TraceAllocClient(command) as ta:
-        # 1. The batch: each prompt has a root and four sampled first steps (no outcomes yet).
+    with trace_alloc.Service(command) as ta:
+        # 1. The batch: each prompt has a root and four sampled first steps (no outcomes yet),
+        #    sent as arrays (one row per node, trees in order), as a trainer holds them.
         hidden = {}  # (tree, node) -> success probability of continuing from that node
         embeddings = {}
-        trees = []
+        ids, rows = [], []
         for i in range(args.prompts):
             tid = "prompt-%d" % i
+            ids.append(tid)
             root = [rng.gauss(0, 1) for _ in range(args.dim)]
-            nodes = [{"parent": -1, "embedding": root}]
+            rows.append((-1, root, 0.0))
             base = rng.random()
             hidden[(tid, 0)] = base
             embeddings[(tid, 0)] = root
             for c in range(4):
                 e = noisy(rng, root, 0.05 if c < 2 else 0.8)  # two near-duplicate steps, two distinct
-                nodes.append({"parent": 0, "embedding": e, "uncertainty": round(rng.random(), 3)})
+                rows.append((0, e, round(rng.random(), 3)))
                 hidden[(tid, c + 1)] = min(1.0, max(0.0, base + rng.gauss(0, 0.3)))
                 embeddings[(tid, c + 1)] = e
-            trees.append({"id": tid, "nodes": nodes})
-        ta.add_trees(trees)
-        size = {t["id"]: len(t["nodes"]) for t in trees}
+        n = len(rows)
+        ta.add_forest(
+            tree_offset=np.arange(0, n + 1, 5), parent=np.array([r[0] for r in rows]),
+            reward=np.zeros(n), visits=np.zeros(n, dtype=np.int64), uncertainty=np.array([r[2] for r in rows]),
+            terminal=np.zeros(n, dtype=bool), embedding=np.array([r[1] for r in rows]), tree_id=ids)
+        size = {tid: 5 for tid in ids}
 
         # 2. Plan the step's rollouts across the batch.
         plan = ta.plan(total_budget=args.total_budget)
         check_plan(plan, args.total_budget)
-        assert sorted(plan["replanned"]) == sorted(size), plan["replanned"]
+        assert sorted(plan.replanned) == sorted(size), plan.replanned
 
         # 3. Start the rollouts: each is a chain of new steps below its start node.
         pending = []  # (tree, start node, leaf node, reward)
-        for tree in plan["trees"]:
-            tid = tree["id"]
-            for alloc in tree["allocations"]:
-                for _ in range(alloc["branches"]):
-                    parent, p = alloc["node"], hidden[(tid, alloc["node"])]
-                    steps = max(1, min(alloc["depth"], rng.randint(1, 3)))
+        for tree in plan.trees:
+            tid = tree.id
+            for alloc in tree.allocations:
+                for _ in range(alloc.branches):
+                    parent, p = alloc.node, hidden[(tid, alloc.node)]
+                    steps = max(1, min(alloc.depth, rng.randint(1, 3)))
                     new = []
                     e = embeddings[(tid, parent)]
                     for s in range(steps):
@@ -92,7 +105,7 @@ def main():
                         embeddings[(tid, first + s)] = new[s]["embedding"]
                         hidden[(tid, first + s)] = p
                     reward = 1.0 if rng.random() < p else 0.0
-                    pending.append((tid, (alloc["node"], first), first + steps - 1, reward))
+                    pending.append((tid, (alloc.node, first), first + steps - 1, reward))
                     size[tid] += steps
         started = len(pending)
         rng.shuffle(pending)
@@ -109,11 +122,11 @@ def main():
             finished += 1
         replan = ta.plan(total_budget=args.total_budget, changed=True)
         check_plan(ta.plan(total_budget=args.total_budget), args.total_budget)
-        replanned = replan["replanned"]
+        replanned = replan.replanned
 
         # 5. Early stop: rollouts still running from or through a node the new plan prunes are
         #    cancelled (their last step is marked terminal); their share goes to the kept siblings.
-        pruned = {(t["id"], n) for t in ta.plan(total_budget=args.total_budget)["trees"] for n in t["pruned"]}
+        pruned = {(t.id, n) for t in ta.plan(total_budget=args.total_budget).trees for n in t.pruned}
         stopped = 0
         still = []
         for tid, start, leaf, reward in pending[half:]:
@@ -134,6 +147,11 @@ def main():
             raise AssertionError("an unknown node was accepted")
         except TraceAllocError as err:
             assert err.code == "unknown_node" and err.tree == "prompt-0", err
+        try:
+            ta.update("prompt-0", 1, reward=float("nan"))  # refused before it is sent
+            raise AssertionError("a NaN reward was accepted")
+        except TraceAllocError as err:
+            assert err.code == "invalid_value" and err.field == "reward", err
         assert ta.stats()["nodes"] == before["nodes"]
 
         for tid, start, leaf, reward in still:

@@ -1,4 +1,5 @@
 import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
+import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { Backend } from '../score/select.js';
 import type { ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
@@ -77,7 +78,7 @@ export const SCORE_FLAGS = {
 } as const satisfies FlagDefs;
 
 /** The flag of every command that reads a forest file: keep fields the format does not know. */
-export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean' } as const satisfies FlagDefs;
+export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int' } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
   params: ScoreParams;
@@ -135,4 +136,14 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     notices,
     threads: num('threads'),
   };
+}
+
+/** Flags of the commands that read forests from files or requests (`score`, `viz`, `serve`). */
+
+/** `--max-group-size N` (default DEFAULT_MAX_GROUP_SIZE): the most children one node may have. */
+export function maxGroupSizeFlag(values: FlagValues): number {
+  const max = values['max-group-size'] as number | undefined;
+  if (max === undefined) return DEFAULT_MAX_GROUP_SIZE;
+  if (max < 1) throw new UsageError(`--max-group-size must be an integer >= 1, got ${max}`);
+  return max;
 }

@@ -1,6 +1,7 @@
 import { DEFAULT_BUDGET, DEFAULT_CONTEST_GAIN, DEFAULT_RULE, DEFAULT_TREE_FLOOR_V2, resolveAllocateOptions } from '../allocate/options.js';
 import { DEFAULT_PARAMS } from '../score/types.js';
-import type { FlagDefs, SCORE_FLAGS } from './flags.js';
+import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
+import type { FlagDefs, FOREST_FLAGS, SCORE_FLAGS } from './flags.js';
 
 /** What `--help` says about one flag: its value's placeholder, its default (or that it is required) and a one-line meaning. */
 export type FlagHelp = {
@@ -46,6 +47,12 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth a plan gives' },
   threads: { value: 'N', default: 'available parallelism', meaning: 'CPU scoring threads (small forests stay on one); results are the same for any N' },
   backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU), auto (GPU if an adapter exists)' },
+};
+
+/** The forest-reading flags shared by `score`, `viz` and `serve`. */
+export const FOREST_FLAG_HELP: { readonly [K in keyof typeof FOREST_FLAGS]: FlagHelp } = {
+  'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
+  'max-group-size': { value: 'N', default: String(DEFAULT_MAX_GROUP_SIZE), meaning: 'refuse (exit 2, naming the tree, node and size) a node with more than N children: scoring a group costs O(children² · dim)' },
 };
 
 const WIDTH = 100;

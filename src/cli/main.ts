@@ -11,6 +11,7 @@ const COMMANDS: Record<string, { line: string; help: () => Promise<CommandHelp> 
   demo: { line: 'the main job on a seeded synthetic batch, with a summary', help: async () => (await import('./demo.js')).DEMO_COMMAND },
   viz: { line: "an explorable priority heatmap of the forest's trees (HTML, or SVG)", help: async () => (await import('./viz.js')).VIZ_COMMAND },
   serve: { line: 'a live forest driven by JSON Lines over stdin/stdout', help: async () => (await import('./serve.js')).SERVE_COMMAND },
+  convert: { line: 'a forest from one format to another (json, jsonl, npz, arrow)', help: async () => (await import('./convert.js')).CONVERT_COMMAND },
 };
 
 const USAGE = `trace-alloc — TRACE rollout allocation for tree-structured agentic RL
@@ -20,6 +21,7 @@ usage:
   trace-alloc demo [flags]             ${COMMANDS.demo.line}
   trace-alloc viz FILE|- --out FILE    ${COMMANDS.viz.line}
   trace-alloc serve --stdio [flags]    ${COMMANDS.serve.line}
+  trace-alloc convert IN OUT [flags]   ${COMMANDS.convert.line}
   trace-alloc --version, -V            print the version
   trace-alloc --help, -h               print this help
 
@@ -41,13 +43,15 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./viz.js')).runViz(rest);
     case 'serve':
       return (await import('./serve.js')).runServe(rest);
+    case 'convert':
+      return (await import('./convert.js')).runConvert(rest);
     case '--version':
     case '-V':
     case '-v':
       process.stdout.write(`${await version()}\n`);
       return 0;
     case undefined:
-      throw new UsageError("a command is needed: score, demo, viz or serve (see 'trace-alloc --help')");
+      throw new UsageError("a command is needed: score, demo, viz, serve or convert (see 'trace-alloc --help')");
     case 'help':
       return printHelp(rest[0]);
     case '--help':
@@ -55,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return 0;
     default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo, viz, serve)`);
+      throw new UsageError(`unknown command ${JSON.stringify(command)} (try: score, demo, viz, serve, convert)`);
   }
 }
 

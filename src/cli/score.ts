@@ -1,9 +1,10 @@
 import { allocate } from '../allocate/allocate.js';
 import { planToJson } from '../allocate/plan.js';
+import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
-import { FOREST_FLAGS, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
-import { defineCommand, SCORE_FLAG_HELP } from './help.js';
+import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
 import { checkOutputPath, writeResult } from './output.js';
 
 export const SCORE_COMMAND = defineCommand({
@@ -16,7 +17,7 @@ the tree, the node and the field), 1 internal error; nothing is written when any
   flags: { ...SCORE_FLAGS, ...FOREST_FLAGS, scores: 'boolean', out: 'string' },
   docs: {
     ...SCORE_FLAG_HELP,
-    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
+    ...FOREST_FLAG_HELP,
     scores: { default: 'off', meaning: 'add per-node scores and per-fork intensities to the plan' },
     out: { value: 'FILE', default: 'standard output', meaning: 'write the plan there (atomically) instead of standard output' },
   },
@@ -28,8 +29,10 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(`score needs exactly one FILE (or - for standard input), got ${positionals.length}`);
   const settings = scoreSettings(values);
   for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
+  const maxGroupSize = maxGroupSizeFlag(values);
   checkOutputPath(values.out as string | undefined);
   const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
+  checkGroupSizes(forest, maxGroupSize);
   const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
   try {

@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
-import { BoundedLineReader } from './lines.js';
-import { parseFlags, UsageError } from './flags.js';
-import { defineCommand } from './help.js';
+import { FrameReader } from './lines.js';
+import { maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
+import { defineCommand, FOREST_FLAG_HELP } from './help.js';
 
 /** Default longest request line: a batch of about 2,000 trees of 100 nodes at dim 64 as JSON. */
 export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -15,11 +15,13 @@ export const SERVE_COMMAND = defineCommand({
   operands: '--stdio',
   summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
-stats, set-params). Errors are responses ({"ok": false, "error": {"code", "message"}}), never
-an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the client
-closes stdout, or on SIGTERM/SIGINT (after answering the request in flight). Protocol: docs/PROTOCOL.md.`,
+stats, set-params, and add-columns: a columnar batch as raw bytes after its header line).
+Errors are responses ({"ok": false, "error": {"code", "message"}}), never
+an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
+client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
+Protocol: docs/PROTOCOL.md.`,
   flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
-    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean' },
+    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
     backend: { default: 'auto', meaning: 'where dirty groups are re-scored: cpu, gpu, or auto (the GPU when an adapter exists)' },
@@ -28,7 +30,7 @@ closes stdout, or on SIGTERM/SIGINT (after answering the request in flight). Pro
     tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
     rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
-    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have' },
+    ...FOREST_FLAG_HELP,
   },
 });
 
@@ -50,11 +52,12 @@ export async function runServe(argv: string[]): Promise<number> {
     ...(dim !== undefined ? { dim } : {}),
     params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
     allowUnknownFields: values['allow-unknown-fields'] === true,
+    maxGroupSize: maxGroupSizeFlag(values),
     onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
   });
 
   let closed = false;
-  const lines = new BoundedLineReader(process.stdin, maxBytes);
+  const lines = new FrameReader(process.stdin, maxBytes);
   // The client went away (EPIPE and the like): stop quietly, as at end of input.
   process.stdout.on('error', () => { closed = true; lines.stop(); });
   // SIGTERM/SIGINT: answer the request in flight, then end with 0; a second signal ends at once.
@@ -68,14 +71,16 @@ export async function runServe(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     for (;;) {
-      const event = await lines.next();
+      const event = await lines.nextLine();
       if (event === undefined || closed) break;
       let out: string | undefined;
       if (event.kind === 'oversized') {
         out = JSON.stringify({ id: null, ok: false, error: { code: 'request_too_large', message: `the request line is ${event.bytes} bytes, more than --max-request-bytes (${maxBytes}); it was skipped unread` } });
       } else {
         try {
-          out = await session.handleLine(event.text);
+          // A binary batch (add-columns) is its header line plus exactly the bytes it announces.
+          const frame = session.binaryFrame(event.text);
+          out = frame ? await frame.complete(await lines.readBytes(frame.bytes)) : await session.handleLine(event.text);
         } catch (err) {
           // handleLine maps every error to a response; this is a last guard so the forest survives.
           out = JSON.stringify({ id: null, ok: false, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } });

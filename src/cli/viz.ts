@@ -2,13 +2,14 @@ import { extname } from 'node:path';
 import { checkOutputPath } from './output.js';
 import { allocate } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
+import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
 import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
 import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
 import { writeTreeSvg, writeTreeView } from '../viz/write.js';
-import { FOREST_FLAGS, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
-import { defineCommand, SCORE_FLAG_HELP } from './help.js';
+import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
 
 export const VIZ_COMMAND = defineCommand({
   name: 'viz',
@@ -28,7 +29,7 @@ contested tree), coloured by --metric.`,
   },
   docs: {
     ...SCORE_FLAG_HELP,
-    'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
+    ...FOREST_FLAG_HELP,
     out: { value: 'FILE', required: true, meaning: 'the HTML page (or, with --svg, the SVG file) to write' },
     tree: { value: 'ID', default: 'the most contested tree', meaning: 'the tree shown first on the page, or drawn with --svg' },
     svg: { default: 'off', meaning: 'write a static SVG of one tree instead of the page' },
@@ -52,7 +53,9 @@ export async function runViz(argv: string[]): Promise<number> {
   const mismatch = extensionMismatch(out, values.svg === true);
   if (mismatch !== undefined) process.stderr.write(`trace-alloc: warning: ${mismatch}\n`);
 
+  const maxGroupSize = maxGroupSizeFlag(values);
   const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
+  checkGroupSizes(forest, maxGroupSize);
   if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);

@@ -1,9 +1,39 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { decodeArrow } from './arrow.js';
+import { packNdArrays } from './columnar.js';
 import { describeValue, ForestError } from './errors.js';
+import { decodeNpz } from './npz.js';
 import type { ForestInput, TreeInput } from './input.js';
 import { packForest, type PackOptions, type PackedForest } from './packed.js';
 
 export type ForestFormat = 'json' | 'jsonl';
+/** Binary columnar containers (one schema, see columnar.ts). */
+export type ColumnarFormat = 'npz' | 'arrow';
+
+/** The container by its first bytes: a zip (`.npz`), an Arrow IPC file (`ARROW1`) or stream (continuation marker). */
+export function sniffColumnar(head: Uint8Array): ColumnarFormat | undefined {
+  if (head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04) return 'npz';
+  if (head.length >= 6 && String.fromCharCode(...head.subarray(0, 6)) === 'ARROW1') return 'arrow';
+  if (head[0] === 0xff && head[1] === 0xff && head[2] === 0xff && head[3] === 0xff) return 'arrow';
+  return undefined;
+}
+
+/** The format a path's extension names, if any. */
+export function formatOfPath(path: string): ForestFormat | ColumnarFormat | undefined {
+  const lower = path.toLowerCase();
+  if (lower.endsWith('.jsonl') || lower.endsWith('.ndjson')) return 'jsonl';
+  if (lower.endsWith('.json')) return 'json';
+  if (lower.endsWith('.npz')) return 'npz';
+  if (lower.endsWith('.arrow') || lower.endsWith('.arrows') || lower.endsWith('.feather') || lower.endsWith('.ipc')) return 'arrow';
+  return undefined;
+}
+
+/** Packs a columnar forest held in memory (`.npz` or Arrow IPC, sniffed unless given). */
+export function parseColumnarForest(bytes: Uint8Array, source: string, format = sniffColumnar(bytes)): PackedForest {
+  if (format === 'npz') return packNdArrays(decodeNpz([bytes], source), source);
+  if (format === 'arrow') return packNdArrays(decodeArrow(bytes, source), source);
+  throw new ForestError({}, `${source}: not an .npz archive or an Arrow IPC file or stream (unknown first bytes)`);
+}
 
 /**
  * Parses forest text (SPEC §5) and packs it. Without a format, a text that is one JSON object
@@ -33,6 +63,8 @@ export function parseForest(text: string, format?: ForestFormat, options: PackOp
  * beyond V8's ~512 MiB string limit still load.
  */
 export function loadForestFile(path: string, options: PackOptions = {}): PackedForest {
+  const named = path === '-' ? undefined : formatOfPath(path);
+  if (named === 'npz') return packNdArrays(decodeNpz(fileChunks(path), path), path); // streamed: never the whole file and its arrays at once
   let bytes: Buffer;
   try {
     bytes = readFileSync(path === '-' ? 0 : path);
@@ -40,8 +72,10 @@ export function loadForestFile(path: string, options: PackOptions = {}): PackedF
     const e = err as NodeJS.ErrnoException;
     throw new ForestError({}, `cannot read ${path === '-' ? 'standard input' : path}: ${e.code ?? e.message}`);
   }
-  const lower = path.toLowerCase();
-  const format: ForestFormat | undefined = lower.endsWith('.jsonl') || lower.endsWith('.ndjson') ? 'jsonl' : lower.endsWith('.json') ? 'json' : undefined;
+  const source = path === '-' ? 'standard input' : path;
+  if (named === 'arrow') return parseColumnarForest(bytes, source, 'arrow');
+  if (named === undefined && sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source);
+  const format = named as ForestFormat | undefined;
   bytes = withoutByteOrderMark(bytes);
   const whole = () => (bytes.length < MAX_STRING_BYTES ? bytes.toString('utf8') : undefined);
   if (format === 'jsonl') return packForest(parseJsonLines(linesOf(bytes), whole), options);
@@ -50,6 +84,27 @@ export function loadForestFile(path: string, options: PackOptions = {}): PackedF
     return packForest(parseJsonLines(linesOf(bytes)), options);
   }
   return parseForest(bytes.toString('utf8'), format, options);
+}
+
+/** A file's bytes in fresh 8 MiB chunks (fresh, because decoders may keep views of them). */
+function* fileChunks(path: string): Generator<Uint8Array> {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new ForestError({}, `cannot read ${path}: ${e.code ?? e.message}`);
+  }
+  try {
+    for (;;) {
+      const chunk = new Uint8Array(8 << 20);
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) return;
+      yield n === chunk.length ? chunk : chunk.subarray(0, n);
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** A UTF-8 byte-order mark (some Windows tools write one) is not JSON. */

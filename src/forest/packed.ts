@@ -1,6 +1,7 @@
 import { sharedArray } from '../util/shared.js';
 import { didYouMean } from '../util/suggest.js';
 import { describeValue, ForestError, type ForestErrorLocation } from './errors.js';
+import { checkGroupSizes } from './limits.js';
 import type { ForestInput, NodeInput } from './input.js';
 
 /**
@@ -66,7 +67,7 @@ export interface ForestColumns {
  * Validates column data and builds the sibling-group index. Throws `ForestError` naming the
  * tree, node and field of the first bad value. The columns' arrays are adopted, not copied.
  */
-export function packColumns(columns: ForestColumns): PackedForest {
+export function packColumns(columns: ForestColumns, options: PackOptions = {}): PackedForest {
   const { dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding } = columns;
   if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
   const treeCount = treeIds.length;
@@ -81,6 +82,10 @@ export function packColumns(columns: ForestColumns): PackedForest {
     throw new ForestError({ field: 'embedding' }, `matrix has ${embedding.length} values, expected ${nodeCount} × ${dim}`);
   }
 
+  // The embedding matrix is most of the data: scan it once in a tight loop, and report its first
+  // bad value in row order below, where the row's other fields have been checked first.
+  const badEmbedding = firstNonFinite(embedding);
+  const badEmbeddingRow = badEmbedding < 0 ? -1 : Math.floor(badEmbedding / dim);
   const seen = new Map<string, number>();
   const nodeTree = sharedArray(Int32Array, nodeCount);
   const parentRow = sharedArray(Int32Array, nodeCount);
@@ -93,28 +98,28 @@ export function packColumns(columns: ForestColumns): PackedForest {
     const start = treeOffset[t];
     const end = treeOffset[t + 1];
     if (end <= start) throw new ForestError({ tree: t, treeId: id, field: 'nodes' }, 'a tree needs at least one node (the root)');
+    const at = (field: string, row: number) => ({ tree: t, treeId: id, node: row - start, field });
     for (let row = start; row < end; row++) {
       const v = row - start;
-      const at = (field: string) => ({ tree: t, treeId: id, node: v, field });
       nodeTree[row] = t;
       const p = parent[row];
       if (v === 0) {
-        if (p !== -1) throw new ForestError(at('parent'), `the root (node 0) must have parent -1, got ${p}`);
+        if (p !== -1) throw new ForestError(at('parent', row), `the root (node 0) must have parent -1, got ${p}`);
         parentRow[row] = -1;
       } else {
-        if (p < 0 || p >= v) throw new ForestError(at('parent'), `must be a node index in [0, ${v - 1}] (parents come before children), got ${p}`);
+        if (p < 0 || p >= v) throw new ForestError(at('parent', row), `must be a node index in [0, ${v - 1}] (parents come before children), got ${p}`);
         parentRow[row] = start + p;
         childCount[start + p]++;
       }
-      if (!Number.isFinite(reward[row])) throw new ForestError(at('reward'), `must be a finite number, got ${describeValue(reward[row])}`);
+      if (!Number.isFinite(reward[row])) throw new ForestError(at('reward', row), `must be a finite number, got ${describeValue(reward[row])}`);
       const n = visits[row];
-      if (!Number.isInteger(n) || n < 0) throw new ForestError(at('visits'), `must be an integer >= 0, got ${describeValue(n)}`);
+      if (!Number.isInteger(n) || n < 0) throw new ForestError(at('visits', row), `must be an integer >= 0, got ${describeValue(n)}`);
       const u = uncertainty[row];
-      if (!Number.isFinite(u) || u < 0) throw new ForestError(at('uncertainty'), `must be a finite number >= 0, got ${describeValue(u)}`);
-      if (terminal[row] > 1) throw new ForestError(at('terminal'), `must be 0 or 1, got ${terminal[row]}`);
-      for (let d = 0, base = row * dim; d < dim; d++) {
-        const x = embedding[base + d];
-        if (!Number.isFinite(x)) throw new ForestError(at(`embedding[${d}]`), `must be a finite number, got ${describeValue(x)}`);
+      if (!Number.isFinite(u) || u < 0) throw new ForestError(at('uncertainty', row), `must be a finite number >= 0, got ${describeValue(u)}`);
+      if (terminal[row] > 1) throw new ForestError(at('terminal', row), `must be 0 or 1, got ${terminal[row]}`);
+      if (row === badEmbeddingRow) {
+        const d = badEmbedding - row * dim;
+        throw new ForestError(at(`embedding[${d}]`, row), `must be a finite number, got ${describeValue(embedding[badEmbedding])}`);
       }
     }
   }
@@ -152,6 +157,7 @@ export function packColumns(columns: ForestColumns): PackedForest {
     reward, visits, uncertainty, terminal, embedding, groupParent, groupOffset, groupChild,
     treeGroupOffset, childGroup, parentGroup,
   };
+  checkGroupSizes(packed, options.maxGroupSize ?? Infinity);
   packedByUs.add(packed);
   return packed;
 }
@@ -163,6 +169,11 @@ export interface PackOptions {
    * naming it and the nearest known name, so a typo (`rewrd`) never silently drops a value.
    */
   allowUnknownFields?: boolean;
+  /**
+   * Refuse (ForestError naming the tree, the parent node and the size) a node with more
+   * children than this. Default: no cap; the CLI and `serve` use DEFAULT_MAX_GROUP_SIZE (4096).
+   */
+  maxGroupSize?: number;
 }
 
 export const FOREST_FIELDS: readonly string[] = ['dim', 'trees'];
@@ -251,7 +262,20 @@ export function packForest(input: ForestInput, options: PackOptions = {}): Packe
       }
     }
   }
-  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding });
+  return packColumns({ dim, treeIds, treeOffset, parent, reward, visits, uncertainty, terminal, embedding }, options);
+}
+
+/** Index of the first NaN or ±Infinity, or -1 (one monomorphic loop per array type). */
+function firstNonFinite(values: Float64Array | Float32Array): number {
+  return values instanceof Float32Array ? firstNonFinite32(values) : firstNonFinite64(values);
+}
+function firstNonFinite64(values: Float64Array): number {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
+  return -1;
+}
+function firstNonFinite32(values: Float32Array): number {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
+  return -1;
 }
 
 function inferDim(trees: readonly unknown[]): number {

@@ -1,5 +1,6 @@
-import { adapterIdentity, adapterName, requestGpuAdapter } from './adapter.js';
-import { GpuDeviceLostError, GpuValidationError } from './errors.js';
+import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter } from './adapter.js';
+import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from './errors.js';
+import { STAGE_LANES, TILE_ROWS } from './layout.js';
 import { BufferPool } from './pool.js';
 import { kernelSource, type KernelName } from './shaders.js';
 
@@ -17,7 +18,7 @@ export interface GpuContextOptions {
 }
 
 /** Workgroup sizes of the two kernels (see docs/GPU.md for the measurements behind them). */
-export const KERNEL_WORKGROUP: Readonly<Record<KernelName, number>> = { score_workgroup: 64, score_thread: 64 };
+export const KERNEL_WORKGROUP: Readonly<Record<KernelName, number>> = { score_workgroup: 64, score_thread: 64, score_tiles: TILE_ROWS, score_reduce: 64, score_staged: STAGE_LANES };
 
 /**
  * Owns one WebGPU device and everything created on it: compiled pipelines (built once per
@@ -34,6 +35,11 @@ export class GpuContext {
   readonly maxBinding: number;
   readonly maxWorkgroupsPerDim: number;
   readonly minStorageOffset: number;
+  /**
+   * Whether the adapter emulates a GPU on the CPU (lavapipe/llvmpipe, SwiftShader, WARP, or a
+   * fallback adapter): the kernel mapping then defaults to 'classic' (see docs/GPU.md).
+   */
+  readonly cpuEmulated: boolean;
   private readonly pipelines = new Map<string, Promise<GPUComputePipeline>>();
   private lostError: GpuDeviceLostError | undefined;
   private readonly waiters = new Set<(err: unknown) => void>();
@@ -43,8 +49,10 @@ export class GpuContext {
 
   private readonly workgroupSizes: Record<KernelName, number>;
 
-  private constructor(readonly device: GPUDevice, readonly adapterName: string, workgroupSizes: Partial<Record<KernelName, number>> = {}) {
-    this.workgroupSizes = { ...KERNEL_WORKGROUP, ...workgroupSizes };
+  private constructor(readonly device: GPUDevice, readonly adapterName: string, workgroupSizes: Partial<Record<KernelName, number>> = {}, cpuEmulated = false) {
+    this.cpuEmulated = cpuEmulated;
+    // The tile and staged kernels' sizes are what the host cuts work lists by: not tunable here.
+    this.workgroupSizes = { ...KERNEL_WORKGROUP, ...workgroupSizes, score_tiles: TILE_ROWS, score_staged: STAGE_LANES };
     this.pool = new BufferPool(device);
     this.hasF16 = device.features.has('shader-f16');
     this.hasTimestamps = device.features.has('timestamp-query');
@@ -88,7 +96,8 @@ export class GpuContext {
       maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
     };
     const device = await adapter.requestDevice({ label: 'trace-alloc', requiredFeatures, requiredLimits });
-    return new GpuContext(device, adapterName(adapterIdentity(adapter)), options.workgroupSizes);
+    const identity = adapterIdentity(adapter);
+    return new GpuContext(device, adapterName(identity), options.workgroupSizes, cpuEmulationReason(identity) !== undefined);
   }
 
   /** The compiled pipeline of a kernel, compiled once per device. */

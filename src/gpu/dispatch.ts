@@ -14,6 +14,9 @@ export interface ChunkInputs {
 export interface Pipelines {
   thread: GPUComputePipeline;
   workgroup: GPUComputePipeline;
+  tiles: GPUComputePipeline;
+  reduce: GPUComputePipeline;
+  staged: GPUComputePipeline;
 }
 
 /** Raw outputs of one dispatch: `out` holds (C, w, gA, gB) per output slot, `outI` one intensity per listed group. */
@@ -26,12 +29,23 @@ export interface ChunkOutputs {
   mappedAt: number;
 }
 
+/** One dispatch of a chunk: its pipeline, its work list and its workgroup count. */
+interface Segment {
+  pipeline: GPUComputePipeline;
+  list: Uint32Array;
+  /** Work entries (or bins) the kernel reads: P.count. */
+  count: number;
+  workgroups: number;
+}
+
 const PARAMS_BYTES = 32;
 const UNIFORM_SLOT = 256; // minUniformBufferOffsetAlignment is at most 256
 
 export async function loadPipelines(ctx: GpuContext, f16: boolean): Promise<Pipelines> {
-  const [thread, workgroup] = await Promise.all([ctx.pipeline('score_thread', f16), ctx.pipeline('score_workgroup', f16)]);
-  return { thread, workgroup };
+  const [thread, workgroup, tiles, reduce, staged] = await Promise.all(
+    (['score_thread', 'score_workgroup', 'score_tiles', 'score_reduce', 'score_staged'] as const).map((k) => ctx.pipeline(k, f16)),
+  );
+  return { thread, workgroup, tiles, reduce, staged };
 }
 
 /** Workgroup grid for `n` workgroups, folded into 2-D past the per-dimension limit. */
@@ -59,20 +73,33 @@ export function submitChunk(
   params: ScoreParams,
 ): Promise<ChunkOutputs> {
   const { device, pool } = ctx;
-  const nThread = lists.thread.length / 4;
-  const nWg = lists.workgroup.length / 4;
-  const nGroups = nThread + nWg;
+  // The dispatches of one chunk, in order: small groups (a lane each), mid-sized groups (a
+  // workgroup each), then the pair tiles of the largest groups and their reduction (which
+  // reads what the tiles wrote: WebGPU orders dispatches of a pass).
+  const segments: Segment[] = [
+    { pipeline: pipes.staged, list: lists.staged, count: lists.bins, workgroups: lists.bins },
+    { pipeline: pipes.thread, list: lists.thread, count: lists.thread.length / 4, workgroups: Math.ceil(lists.thread.length / 4 / ctx.workgroupSize('score_thread')) },
+    { pipeline: pipes.workgroup, list: lists.workgroup, count: lists.workgroup.length / 4, workgroups: lists.workgroup.length / 4 },
+    { pipeline: pipes.tiles, list: lists.tiles, count: lists.tiles.length / 8, workgroups: lists.tiles.length / 8 },
+    { pipeline: pipes.reduce, list: lists.reduce, count: lists.reduce.length / 8, workgroups: lists.reduce.length / 8 },
+  ];
+  const nGroups = (lists.thread.length + lists.workgroup.length + lists.staged.length) / 4 - lists.bins + lists.reduce.length / 8;
   const outBytes = outSlots * OUT_BYTES;
+  const outBufferBytes = Math.max(OUT_BYTES, (outSlots + lists.partialSlots) * OUT_BYTES);
   const outIBytes = Math.max(4, nGroups * 4);
-  const wgOffset = Math.ceil((nThread * WORK_BYTES) / ctx.minStorageOffset) * ctx.minStorageOffset;
-  const workBytes = wgOffset + Math.max(WORK_BYTES, nWg * WORK_BYTES);
+  const offsets: number[] = [];
+  let workBytes = 0;
+  for (const seg of segments) {
+    offsets.push(workBytes);
+    workBytes += Math.ceil(Math.max(WORK_BYTES, seg.list.byteLength) / ctx.minStorageOffset) * ctx.minStorageOffset;
+  }
   const tsBytes = ctx.hasTimestamps ? 16 : 0;
   const readBytes = outBytes + outIBytes + tsBytes;
 
   const S = GPUBufferUsage;
   const work = pool.acquire(workBytes, S.STORAGE | S.COPY_DST, 'work');
-  const uniforms = pool.acquire(2 * UNIFORM_SLOT, S.UNIFORM | S.COPY_DST, 'params');
-  const out = pool.acquire(Math.max(OUT_BYTES, outBytes), S.STORAGE | S.COPY_SRC, 'out');
+  const uniforms = pool.acquire(segments.length * UNIFORM_SLOT, S.UNIFORM | S.COPY_DST, 'params');
+  const out = pool.acquire(outBufferBytes, S.STORAGE | S.COPY_SRC, 'out');
   const outI = pool.acquire(outIBytes, S.STORAGE | S.COPY_SRC, 'outI');
   const readback = pool.acquire(readBytes, S.MAP_READ | S.COPY_DST, 'readback');
   const resolve = ctx.hasTimestamps ? pool.acquire(16, S.QUERY_RESOLVE | S.COPY_SRC, 'timestamps') : undefined;
@@ -85,13 +112,12 @@ export function submitChunk(
 
   const submitted = ctx.guard('scoring a chunk', () => {
     const q = device.queue;
-    if (nThread > 0) q.writeBuffer(work, 0, lists.thread);
-    if (nWg > 0) q.writeBuffer(work, wgOffset, lists.workgroup);
-    const wgPerThreadDispatch = Math.ceil(nThread / ctx.workgroupSize('score_thread'));
-    const gridThread = foldGrid(wgPerThreadDispatch, ctx.maxWorkgroupsPerDim);
-    const gridWg = foldGrid(nWg, ctx.maxWorkgroupsPerDim);
-    q.writeBuffer(uniforms, 0, paramsBlock(params, nThread, dim, embStride(dim, inputs.f16), gridThread[0]));
-    q.writeBuffer(uniforms, UNIFORM_SLOT, paramsBlock(params, nWg, dim, embStride(dim, inputs.f16), gridWg[0]));
+    const stride = embStride(dim, inputs.f16);
+    const grids = segments.map((seg) => foldGrid(seg.workgroups, ctx.maxWorkgroupsPerDim));
+    segments.forEach((seg, i) => {
+      if (seg.list.length > 0) q.writeBuffer(work, offsets[i], seg.list);
+      q.writeBuffer(uniforms, i * UNIFORM_SLOT, paramsBlock(params, seg.count, dim, stride, grids[i][0]));
+    });
 
     const bind = (slot: number, offset: number, size: number) =>
       device.createBindGroup({
@@ -101,7 +127,7 @@ export function submitChunk(
           { binding: 1, resource: { buffer: inputs.feat, size: inputs.featBytes } },
           { binding: 2, resource: { buffer: inputs.emb, size: inputs.embBytes } },
           { binding: 3, resource: { buffer: work, offset, size } },
-          { binding: 4, resource: { buffer: out, size: Math.max(OUT_BYTES, outBytes) } },
+          { binding: 4, resource: { buffer: out, size: outBufferBytes } },
           { binding: 5, resource: { buffer: outI, size: outIBytes } },
         ],
       });
@@ -113,16 +139,12 @@ export function submitChunk(
       timestampWrites = { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 };
     }
     const pass = enc.beginComputePass({ label: 'trace-score', timestampWrites });
-    if (nThread > 0) {
-      pass.setPipeline(pipes.thread);
-      pass.setBindGroup(0, bind(0, 0, nThread * WORK_BYTES));
-      pass.dispatchWorkgroups(gridThread[0], gridThread[1]);
-    }
-    if (nWg > 0) {
-      pass.setPipeline(pipes.workgroup);
-      pass.setBindGroup(0, bind(1, wgOffset, nWg * WORK_BYTES));
-      pass.dispatchWorkgroups(gridWg[0], gridWg[1]);
-    }
+    segments.forEach((seg, i) => {
+      if (seg.list.length === 0) return;
+      pass.setPipeline(seg.pipeline);
+      pass.setBindGroup(0, bind(i, offsets[i], seg.list.byteLength));
+      pass.dispatchWorkgroups(grids[i][0], grids[i][1]);
+    });
     pass.end();
     if (outBytes > 0) enc.copyBufferToBuffer(out, 0, readback, 0, outBytes);
     enc.copyBufferToBuffer(outI, 0, readback, outBytes, outIBytes);

@@ -54,17 +54,24 @@ export function chunkSizes(dim: number, f16: boolean, slots: number, groups: num
  * Splits the groups into chunks at group boundaries so that no buffer of a chunk exceeds
  * `maxBytes` (the device's `maxStorageBufferBindingSize`, or less to bound memory).
  */
-export function planChunks(forest: PackedForest, f16: boolean, maxBytes: number): Chunk[] {
+export function planChunks(forest: PackedForest, f16: boolean, maxBytes: number, route: Route = 'auto'): Chunk[] {
   const { groupOffset, groupCount, dim } = forest;
   const perSlot = Math.max(embBytesPerSlot(dim, f16), FEAT_BYTES, OUT_BYTES);
   const chunks: Chunk[] = [];
   let start = 0;
   while (start < groupCount) {
     let end = start;
+    // The out buffer also holds the partial sums of tiled groups (and their tiles the work list).
+    let partials = 0, tileBytes = 0;
     while (end < groupCount) {
       const slots = groupOffset[end + 1] - groupOffset[start];
       const groups = end + 1 - start;
-      if (slots * perSlot + 4 > maxBytes || groups * WORK_BYTES > maxBytes) break;
+      const k = groupOffset[end + 1] - groupOffset[end];
+      const p = partialSlotsOf(k, route, dim);
+      const tb = p > 0 ? Math.ceil(k / TILE_ROWS) * columnStrips(k) * 2 * WORK_BYTES : 0;
+      if (slots * perSlot + 4 > maxBytes || (slots + partials + p) * OUT_BYTES > maxBytes || groups * WORK_BYTES + tileBytes + tb > maxBytes) break;
+      partials += p;
+      tileBytes += tb;
       end++;
     }
     if (end === start) {
@@ -333,15 +340,51 @@ export function writeHalfRow(out: Uint16Array, at: number, src: ArrayLike<number
   for (let d = 0; d < dim; d++) out[at + d] = toHalfBits(src[from + d] * a * b);
 }
 
-/** Work entries (first slot, k, first output slot, output index) for whole groups, in chunk-local slots. */
+/** Work entries for whole groups, in chunk-local slots (docs/GPU.md "Kernels"). */
 export interface WorkLists {
-  /** Entries for the one-invocation-per-group kernel. */
+  /** (first slot, k, first output slot, output index) per group, for the one-invocation-per-group kernel. */
   thread: Uint32Array;
-  /** Entries for the one-workgroup-per-group kernel. */
+  /** The same entries for the one-workgroup-per-group kernel. */
   workgroup: Uint32Array;
+  /** 8 u32 per pair tile of a tiled group: (first slot, k, row tile, column strip), (partial base, first column, end column, 0). */
+  tiles: Uint32Array;
+  /** 8 u32 per tiled group: its entry as above, then (partial base, column strips, 0, 0). */
+  reduce: Uint32Array;
+  /** vec4 slots of partial sums the tiles write after the output slots (out holds outSlots + partialSlots). */
+  partialSlots: number;
+  /** Several small groups per workgroup: one vec4 per bin (first entry, groups, 0, 0), then the entries (as `thread`). */
+  staged: Uint32Array;
+  /** Bins at the start of `staged` (its workgroups). */
+  bins: number;
 }
 
-export type Route = 'auto' | 'thread' | 'workgroup';
+/**
+ * 'staged': small groups staged (several per workgroup, coalesced reads), the rest as
+ * 'classic'; 'classic': the mapping before staging (thread, workgroup or tiled by size), faster
+ * on CPU-emulated adapters; 'auto': 'staged' on GPUs, 'classic' on CPU-emulated adapters
+ * (`resolveRoute`); or one kernel for every group.
+ */
+export type Route = 'auto' | 'staged' | 'classic' | 'thread' | 'workgroup' | 'tiled';
+
+/** The route a context uses for `route`: 'auto' is 'classic' on a CPU-emulated adapter, else 'staged'. */
+export function resolveRoute(route: Route, cpuEmulated: boolean): Route {
+  return route === 'auto' ? (cpuEmulated ? 'classic' : 'staged') : route;
+}
+export type Kernel = 'staged' | 'thread' | 'workgroup' | 'tiled';
+
+/** Lanes of score_staged.wgsl: the most children of one bin (one lane each). */
+export const STAGE_LANES = 64;
+
+/** Embedding floats one bin stages in workgroup memory (rows at the odd stride dim | 1): score_staged.wgsl's STAGE_FLOATS. */
+export const STAGE_FLOATS = 2304;
+
+/** Pair distances one bin keeps in workgroup memory: score_staged.wgsl's STAGE_PAIRS. */
+export const STAGE_PAIRS = 1024;
+
+/** Whether a group of k children fits one bin of the staged kernel. */
+export function fitsStaged(k: number, dim: number): boolean {
+  return k <= STAGE_LANES && k * (dim | 1) <= STAGE_FLOATS && (k * (k - 1)) / 2 <= STAGE_PAIRS;
+}
 
 /**
  * Groups up to this many children go to the one-invocation-per-group kernel (see
@@ -356,39 +399,123 @@ export const THREAD_KERNEL_MAX_K = 256;
  */
 export const THREAD_KERNEL_MAX_WORK = 2 ** 24;
 
+/**
+ * Groups above this many children are tiled: their pairs are spread over many workgroups
+ * (score_tiles.wgsl, then score_reduce.wgsl), so no one workgroup runs through k² pairs.
+ */
+export const TILED_MIN_K = 1024;
+
+/** Rows of one pair tile: the workgroup size of score_tiles.wgsl (fixed, the host cuts the tiles). */
+export const TILE_ROWS = 64;
+
+/** At most this many column strips per tiled group: partial sums cost 16 B per child per strip. */
+export const MAX_COLUMN_STRIPS = 16;
+
+export function kernelFor(k: number, route: Route, dim = 1): Kernel {
+  if (route === 'thread' || route === 'workgroup') return route;
+  if (route === 'tiled') return k >= 2 ? 'tiled' : 'workgroup';
+  if ((route === 'auto' || route === 'staged') && fitsStaged(k, dim)) return 'staged';
+  if (k <= THREAD_KERNEL_MAX_K && k * k * Math.max(1, dim) <= THREAD_KERNEL_MAX_WORK) return 'thread';
+  return k > TILED_MIN_K ? 'tiled' : 'workgroup';
+}
+
 export function routeToThread(k: number, route: Route, dim = 1): boolean {
-  if (route !== 'auto') return route === 'thread';
-  return k <= THREAD_KERNEL_MAX_K && k * k * Math.max(1, dim) <= THREAD_KERNEL_MAX_WORK;
+  return kernelFor(k, route, dim) === 'thread';
+}
+
+/** Column strips of a tiled group of k children. */
+export function columnStrips(k: number): number {
+  return Math.min(Math.ceil(k / TILE_ROWS), MAX_COLUMN_STRIPS);
+}
+
+/** Partial-sum slots a group of k children needs in `out` (0 unless it is tiled). */
+export function partialSlotsOf(k: number, route: Route, dim: number): number {
+  return kernelFor(k, route, dim) === 'tiled' ? k * columnStrips(k) : 0;
 }
 
 /**
- * Builds work lists for `groups` (global ids, all inside `chunk`). Outputs are compacted:
- * the i-th listed group writes `k` output slots starting where the previous one ended and its
- * intensity at index i. Returns the lists and the number of output slots used.
+ * Builds work lists for `count` groups; group i has `sizeOf(i)` children from chunk-local slot
+ * `firstSlotOf(i)` on. Outputs are compacted: the i-th group writes `k` output slots starting
+ * at `outStart[i]` (where the previous one ended) and its intensity at index i; tiled groups'
+ * partial sums follow all output slots. Deterministic: the lists depend on the inputs only.
  */
-export function buildWork(forest: PackedForest, chunk: Chunk, groups: ArrayLike<number>, route: Route): { lists: WorkLists; outSlots: number } {
-  const { groupOffset } = forest;
-  let nThread = 0;
-  for (let i = 0; i < groups.length; i++) {
-    const g = groups[i];
-    if (routeToThread(groupOffset[g + 1] - groupOffset[g], route, forest.dim)) nThread++;
+export function planWork(count: number, firstSlotOf: (i: number) => number, sizeOf: (i: number) => number, route: Route, dim: number): { lists: WorkLists; outSlots: number; outStart: Int32Array } {
+  let nThread = 0, nWg = 0, nTiled = 0, nTiles = 0, nStaged = 0, bins = 0, outSlots = 0;
+  let packer = new BinPacker(dim);
+  for (let i = 0; i < count; i++) {
+    const k = sizeOf(i);
+    outSlots += k;
+    const kernel = kernelFor(k, route, dim);
+    if (kernel === 'thread') nThread++;
+    else if (kernel === 'workgroup') nWg++;
+    else if (kernel === 'staged') {
+      // Bins take consecutive staged groups while children and staged floats fit.
+      nStaged++;
+      if (packer.add(k)) bins++;
+    } else { nTiled++; nTiles += Math.ceil(k / TILE_ROWS) * columnStrips(k); }
   }
-  const thread = new Uint32Array(nThread * 4);
-  const workgroup = new Uint32Array((groups.length - nThread) * 4);
-  let o = 0, t = 0, w = 0;
-  for (let i = 0; i < groups.length; i++) {
-    const g = groups[i];
-    const first = groupOffset[g];
-    const k = groupOffset[g + 1] - first;
-    const list = routeToThread(k, route, forest.dim) ? thread : workgroup;
-    const at = list === thread ? t++ * 4 : w++ * 4;
-    list[at] = first - chunk.slotStart;
-    list[at + 1] = k;
-    list[at + 2] = o;
-    list[at + 3] = i;
+  const thread = new Uint32Array(nThread * 4), workgroup = new Uint32Array(nWg * 4);
+  const tiles = new Uint32Array(nTiles * 8), reduce = new Uint32Array(nTiled * 8);
+  const staged = new Uint32Array((bins + nStaged) * 4);
+  const outStart = new Int32Array(count);
+  let o = 0, t = 0, w = 0, r = 0, at = 0, partial = outSlots;
+  let bin = -1, sAt = bins;
+  packer = new BinPacker(dim);
+  for (let i = 0; i < count; i++) {
+    const first = firstSlotOf(i);
+    const k = sizeOf(i);
+    outStart[i] = o;
+    const kernel = kernelFor(k, route, dim);
+    if (kernel === 'tiled') {
+      const strips = columnStrips(k), width = Math.ceil(k / strips);
+      reduce.set([first, k, o, i, partial, strips, 0, 0], r);
+      r += 8;
+      for (let ti = 0; ti * TILE_ROWS < k; ti++) {
+        for (let tj = 0; tj < strips; tj++) {
+          tiles.set([first, k, ti, tj, partial, tj * width, Math.min(k, (tj + 1) * width), 0], at);
+          at += 8;
+        }
+      }
+      partial += k * strips;
+    } else if (kernel === 'staged') {
+      if (packer.add(k)) staged[4 * ++bin] = sAt;
+      staged[4 * bin + 1]++;
+      staged.set([first, k, o, i], 4 * sAt++);
+    } else {
+      const list = kernel === 'thread' ? thread : workgroup;
+      const e = kernel === 'thread' ? t++ * 4 : w++ * 4;
+      list[e] = first;
+      list[e + 1] = k;
+      list[e + 2] = o;
+      list[e + 3] = i;
+    }
     o += k;
   }
-  return { lists: { thread: sortByK(thread), workgroup }, outSlots: o };
+  return { lists: { thread: sortByK(thread), workgroup, tiles, reduce, partialSlots: partial - outSlots, staged, bins }, outSlots, outStart };
+}
+
+/** Packs consecutive staged groups into bins while children, staged floats and pairs fit. */
+class BinPacker {
+  private k = STAGE_LANES;
+  private floats = 0;
+  private pairs = 0;
+  constructor(private readonly dim: number) {}
+  /** Adds a group of k children; true when it opens a new bin. */
+  add(k: number): boolean {
+    const floats = k * (this.dim | 1), pairs = (k * (k - 1)) / 2;
+    const opens = this.k + k > STAGE_LANES || this.floats + floats > STAGE_FLOATS || this.pairs + pairs > STAGE_PAIRS;
+    if (opens) { this.k = 0; this.floats = 0; this.pairs = 0; }
+    this.k += k;
+    this.floats += floats;
+    this.pairs += pairs;
+    return opens;
+  }
+}
+
+/** Work lists for `groups` (global ids, all inside `chunk`); see planWork. */
+export function buildWork(forest: PackedForest, chunk: Chunk, groups: ArrayLike<number>, route: Route): { lists: WorkLists; outSlots: number } {
+  const { groupOffset } = forest;
+  return planWork(groups.length, (i) => groupOffset[groups[i]] - chunk.slotStart, (i) => groupOffset[groups[i] + 1] - groupOffset[groups[i]], route, forest.dim);
 }
 
 /**

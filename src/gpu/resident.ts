@@ -6,7 +6,7 @@ import { loadPipelines, submitChunk, submitTransferOnly, type ChunkInputs, type 
 import { GpuNonFiniteError, GpuParamRangeError } from './errors.js';
 import {
   buildWork, chunkSizes, embBytesPerSlot, embStride, FEAT_BYTES, FEAT_FLOATS, packEmbeddingRange, packFeatureRange, planChunks,
-  writeF32Row, writeGroupFeatures, writeHalfRow, type Chunk, type FeatureColumns, type Route,
+  resolveRoute, writeF32Row, writeGroupFeatures, writeHalfRow, type Chunk, type FeatureColumns, type Route,
 } from './layout.js';
 
 export interface ResidentOptions {
@@ -14,7 +14,7 @@ export interface ResidentOptions {
   f16?: boolean;
   /** Cap on any one chunk buffer, below the device's storage binding limit (tests, memory). */
   maxChunkBytes?: number;
-  /** Kernel routing: 'auto' (by group size), or force one kernel (measurements, tests). */
+  /** Kernel mapping: 'auto' (staged on GPUs, classic on CPU-emulated adapters; by group size and width), or one forced (measurements, tests). */
   route?: Route;
 }
 
@@ -93,7 +93,8 @@ export class ResidentForest {
   static async create(ctx: GpuContext, forest: PackedForest, options: ResidentOptions = {}): Promise<ResidentForest> {
     const f16 = checkF16(ctx, options.f16);
     const t0 = performance.now();
-    const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+    const route = resolveRoute(options.route ?? 'auto', ctx.cpuEmulated);
+    const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), route);
     const states: ChunkState[] = [];
     try {
       for (const chunk of chunks) {
@@ -105,7 +106,7 @@ export class ResidentForest {
       if (!ctx.isLost) for (const s of states) releaseInputs(ctx, s);
       throw err;
     }
-    return new ResidentForest(ctx, forest, f16, options.route ?? 'auto', states, performance.now() - t0);
+    return new ResidentForest(ctx, forest, f16, route, states, performance.now() - t0);
   }
 
   get chunkCount(): number {
@@ -298,7 +299,7 @@ export async function scoreStreaming(
   checkGpuParams(params);
   const f16 = checkF16(ctx, options.f16);
   const t0 = performance.now();
-  const route = options.route ?? 'auto';
+  const route = resolveRoute(options.route ?? 'auto', ctx.cpuEmulated);
   const pipes = await loadPipelines(ctx, f16);
   return streamChunks(ctx, forest, f16, options, (state) => submitWholeChunk(ctx, pipes, forest, state, params, route), (chunks, outputs, upload, submittedAt) => {
     const scores = emptyScores(forest, params);
@@ -335,7 +336,7 @@ async function streamChunks<T, R>(
   submit: (state: ChunkState) => Promise<T>,
   finish: (chunks: Chunk[], outputs: T[], upload: number, submittedAt: number) => R,
 ): Promise<R> {
-  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity));
+  const chunks = planChunks(forest, f16, Math.min(ctx.maxBinding, options.maxChunkBytes ?? Infinity), resolveRoute(options.route ?? 'auto', ctx.cpuEmulated));
   const states: ChunkState[] = [];
   const pending: Promise<T>[] = [];
   const checks: Promise<unknown>[] = [];

@@ -1,5 +1,7 @@
 import { GpuContext } from '../gpu/context.js';
 import { chooseAutoBackend, type Backend } from '../score/select.js';
+import { checkMaxGroupSize } from '../forest/limits.js';
+import { GpuUnavailableError } from '../gpu/errors.js';
 import type { ScoreParams } from '../score/types.js';
 import { CpuLiveBackend, type LiveBackend } from './backend.js';
 import { LiveForest } from './forest.js';
@@ -13,6 +15,8 @@ export interface CreateLiveForestOptions {
   params?: Partial<ScoreParams>;
   /** GPU backend settings (shared context, chunk cap). */
   gpu?: GpuLiveOptions;
+  /** The most children one node may have; add-tree / add-nodes beyond it are refused. Default: no cap. */
+  maxGroupSize?: number;
   /** Called with a line saying which backend `auto` picked, or why it fell back. */
   onNotice?: (message: string) => void;
   /** Accept (and ignore) fields trees and nodes do not have; default false (an unknown field is an error naming it). */
@@ -29,7 +33,9 @@ export async function createLiveForest(options: CreateLiveForestOptions): Promis
   const auto = (options.backend ?? 'auto') === 'auto';
   const recovery = auto ? { fallback: () => new CpuLiveBackend(), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
-    return new LiveForest(options.dim, backend, options.params, { ...recovery, allowUnknownFields: options.allowUnknownFields === true });
+    const live = new LiveForest(options.dim, backend, options.params, { ...recovery, allowUnknownFields: options.allowUnknownFields === true });
+    if (options.maxGroupSize !== undefined) live.store.maxGroupSize = checkMaxGroupSize(options.maxGroupSize);
+    return live;
   } catch (err) {
     backend.destroy();
     throw err;

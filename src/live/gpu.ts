@@ -1,7 +1,7 @@
 import { GpuContext } from '../gpu/context.js';
 import { loadPipelines, submitChunk, type ChunkOutputs, type Pipelines } from '../gpu/dispatch.js';
 import { GpuNonFiniteError, isCpuFallbackError } from '../gpu/errors.js';
-import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, OUT_BYTES, packGroupFeatures, routeToThread, writeF32Row } from '../gpu/layout.js';
+import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, MAX_COLUMN_STRIPS, OUT_BYTES, packGroupFeatures, planWork, resolveRoute, writeF32Row } from '../gpu/layout.js';
 import { checkGpuParams } from '../gpu/resident.js';
 import type { ScoreParams } from '../score/types.js';
 import { CpuLiveBackend, type LiveBackend } from './backend.js';
@@ -94,7 +94,8 @@ export class GpuLiveBackend implements LiveBackend {
 
   attach(store: LiveStore): void {
     this.store = store;
-    const perSlot = Math.max(embBytesPerSlot(store.dim, false), FEAT_BYTES, OUT_BYTES);
+    // A dispatch's out buffer holds a chunk's outputs plus the partial sums of tiled groups.
+    const perSlot = Math.max(embBytesPerSlot(store.dim, false), FEAT_BYTES, OUT_BYTES * (1 + MAX_COLUMN_STRIPS));
     const maxBytes = Math.min(this.context.maxBinding, this.options.maxChunkBytes ?? Infinity);
     this.chunkSlots = 2 ** Math.floor(Math.log2(Math.max(1, Math.floor(maxBytes / perSlot))));
     store.setSlabBoundary(this.chunkSlots);
@@ -157,26 +158,10 @@ export class GpuLiveBackend implements LiveBackend {
     }
     const runs: { groups: number[]; outStart: Int32Array; outSlots: number; pending: Promise<ChunkOutputs> }[] = [];
     for (const [c, groups] of perChunk) {
-      let nThread = 0;
-      for (const p of groups) if (routeToThread(store.childCount[p], 'auto', store.dim)) nThread++;
-      const thread = new Uint32Array(nThread * 4), workgroup = new Uint32Array((groups.length - nThread) * 4);
-      const outStart = new Int32Array(groups.length);
-      let o = 0, t = 0, w = 0;
-      groups.forEach((p, i) => {
-        const k = store.childCount[p];
-        const toThread = routeToThread(k, 'auto', store.dim);
-        const list = toThread ? thread : workgroup;
-        const at = toThread ? t++ * 4 : w++ * 4;
-        list[at] = store.childStart[p] - c * CS;
-        list[at + 1] = k;
-        list[at + 2] = o;
-        list[at + 3] = i;
-        outStart[i] = o;
-        o += k;
-      });
+      const { lists, outSlots: o, outStart } = planWork(groups.length, (i) => store.childStart[groups[i]] - c * CS, (i) => store.childCount[groups[i]], resolveRoute('auto', this.context.cpuEmulated), store.dim);
       const chunk = this.chunks[c];
       const inputs = { f16: false, feat: chunk.feat, featBytes: chunk.cap * FEAT_BYTES, emb: chunk.emb, embBytes: chunk.emb.size };
-      runs.push({ groups, outStart, outSlots: o, pending: submitChunk(this.context, this.pipes, inputs, store.dim, { thread, workgroup }, o, params) });
+      runs.push({ groups, outStart, outSlots: o, pending: submitChunk(this.context, this.pipes, inputs, store.dim, lists, o, params) });
       this.stats.dispatches++;
     }
     const outputs = await Promise.all(runs.map((r) => r.pending));

@@ -1,10 +1,12 @@
 import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
+import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
 import { resolveAllocateOptions } from '../allocate/options.js';
 import type { Backend } from '../score/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
+import { ADD_COLUMNS_FIELDS, announcedBytes, applyBatch, badHeaderReason, decodeBatch } from './columns-op.js';
 import { createLiveForest } from './create.js';
 import type { LiveForest } from './forest.js';
 import type { LivePlanOptions } from './plan.js';
@@ -36,6 +38,8 @@ export interface SessionOptions {
   /** Embedding dimension; when omitted, taken from the first tree added. */
   dim?: number;
   params?: Partial<ScoreParams>;
+  /** The most children one node may have (default DEFAULT_MAX_GROUP_SIZE, 4096). */
+  maxGroupSize?: number;
   onNotice?: (message: string) => void;
   /** Accept (and ignore) fields nodes and trees do not have, as `--allow-unknown-fields` does for files. Default false. */
   allowUnknownFields?: boolean;
@@ -54,6 +58,7 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['scores', ['trees']],
   ['stats', []],
   ['set-params', ['alpha', 'tau', 'rule']],
+  ['add-columns', ADD_COLUMNS_FIELDS],
 ]);
 const OPS = [...FIELDS.keys()];
 
@@ -63,6 +68,12 @@ const has = (o: object, key: string): boolean => Object.hasOwn(o, key);
 /** Tree ids are strings; an integer names the tree whose id is its decimal string. */
 function idOf(x: unknown): unknown {
   return typeof x === 'number' && Number.isSafeInteger(x) ? String(x) : x;
+}
+
+/** A request line that announced a binary payload: the service reads `bytes` raw bytes, then calls `complete`. */
+export interface BinaryFrame {
+  bytes: number;
+  complete(payload: Uint8Array): Promise<string>;
 }
 
 /**
@@ -89,10 +100,27 @@ export class LiveSession {
     return JSON.stringify(await this.handle(request));
   }
 
-  async handle(request: unknown): Promise<Response> {
+  /**
+   * When `line` is an `add-columns` header with a valid byte count, the frame to complete with
+   * the payload that follows it; otherwise undefined (the line is an ordinary request).
+   */
+  binaryFrame(line: string): BinaryFrame | undefined {
+    if (!line.includes('add-columns')) return undefined;
+    let request: unknown;
+    try {
+      request = JSON.parse(line);
+    } catch {
+      return undefined;
+    }
+    const bytes = announcedBytes(request);
+    if (bytes === undefined) return undefined;
+    return { bytes, complete: async (payload) => JSON.stringify(await this.handle(request, payload)) };
+  }
+
+  async handle(request: unknown, payload?: Uint8Array): Promise<Response> {
     const id = request !== null && typeof request === 'object' && !Array.isArray(request) ? (request as { id?: unknown }).id ?? null : null;
     try {
-      return { id, ok: true, result: await this.dispatch(request) };
+      return { id, ok: true, result: await this.dispatch(request, payload) };
     } catch (err) {
       return failure(id, toProtocolError(err));
     }
@@ -106,7 +134,7 @@ export class LiveSession {
     this.forest = undefined;
   }
 
-  private async dispatch(request: unknown): Promise<unknown> {
+  private async dispatch(request: unknown, payload?: Uint8Array): Promise<unknown> {
     if (request === null || typeof request !== 'object' || Array.isArray(request)) throw new RequestError('invalid_request', `a request must be a JSON object, got ${describeValue(request)}`);
     const req = withIds(request as Record<string, unknown>);
     const op = req.op;
@@ -118,6 +146,7 @@ export class LiveSession {
     }
     switch (op) {
       case 'add-tree': return this.addTrees(req);
+      case 'add-columns': return this.addColumns(req, payload);
       case 'add-nodes': {
         const live = this.need(req.tree);
         const tree = req.tree as string;
@@ -222,6 +251,14 @@ export class LiveSession {
     return { trees: live.treeCount, added: packed.treeIds };
   }
 
+  private async addColumns(req: Record<string, unknown>, payload: Uint8Array | undefined): Promise<unknown> {
+    if (payload === undefined || announcedBytes(req) === undefined) throw new RequestError('invalid_request', badHeaderReason(req));
+    if (req.replace !== undefined && typeof req.replace !== 'boolean') throw new RequestError('invalid_request', `"replace" must be true or false, got ${describeValue(req.replace)}`);
+    const batch = decodeBatch(payload, req.bytes as number, this.forest?.treeCount ?? 0, this.forest?.dim ?? this.options.dim);
+    const live = await this.ensure([], batch.dim);
+    return applyBatch(live, batch, req.replace === true);
+  }
+
   /** Every part of the request is checked before the plan runs: a rejected plan changes nothing. */
   private async plan(req: Record<string, unknown>): Promise<unknown> {
     const options: LivePlanOptions = {};
@@ -270,11 +307,15 @@ export class LiveSession {
     return this.forest;
   }
 
-  private async ensure(trees: readonly TreeInput[]): Promise<LiveForest> {
+  private async ensure(trees: readonly TreeInput[], knownDim?: number): Promise<LiveForest> {
     if (this.forest) return this.forest;
     if (this.creating === undefined) {
-      const dim = this.options.dim ?? inferDim(trees);
-      this.creating = createLiveForest({ dim, backend: this.options.backend ?? 'auto', params: this.params(), allowUnknownFields: this.allowUnknownFields, ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}) });
+      const dim = this.options.dim ?? knownDim ?? inferDim(trees);
+      this.creating = createLiveForest({
+        dim, backend: this.options.backend ?? 'auto', params: this.params(), allowUnknownFields: this.allowUnknownFields,
+        maxGroupSize: this.options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE,
+        ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}),
+      });
     }
     try {
       this.forest = await this.creating;

@@ -1,5 +1,6 @@
 import { describeValue, ForestError, type ForestErrorLocation } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
+import { checkGroupSizes, groupSizeError } from '../forest/limits.js';
 import { checkKnownFields, NODE_FIELDS, packForest, treeIdOf, type PackedForest } from '../forest/packed.js';
 import { grownClass, SlabAllocator, slabClass } from './slab.js';
 
@@ -130,8 +131,10 @@ export class LiveStore {
   membershipVersion = 0;
   nodeTotal = 0;
 
-  /** Fields of trees and nodes beyond SPEC §1 are ignored instead of refused. */
+  /** Fields of trees and nodes beyond docs/ALGORITHM.md's input are ignored instead of refused. */
   readonly allowUnknownFields: boolean;
+  /** The most children one node may have (add-tree, add-nodes and addForest refuse more); default no cap. */
+  maxGroupSize = Infinity;
 
   constructor(dim: number, options: { allowUnknownFields?: boolean } = {}) {
     if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
@@ -187,7 +190,7 @@ export class LiveStore {
     // packForest holds the one copy of the node validation rules; re-locate its errors to this tree.
     let packed;
     try {
-      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] }, { allowUnknownFields: this.allowUnknownFields });
+      packed = packForest({ dim: this.dim, trees: [{ ...tree, id }] }, { allowUnknownFields: this.allowUnknownFields, maxGroupSize: this.maxGroupSize });
     } catch (err) {
       if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: position, treeId: id }, err.reason);
       throw err;
@@ -203,6 +206,12 @@ export class LiveStore {
       const id = forest.treeIds[t];
       if (this.bySlotId.has(id) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: this.treeOrder.length + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
       ids.add(id);
+    }
+    try {
+      checkGroupSizes(forest, this.maxGroupSize);
+    } catch (err) {
+      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: this.treeOrder.length + err.location.tree! }, err.reason);
+      throw err;
     }
     const slots: number[] = [];
     for (let t = 0; t < forest.treeCount; t++) slots.push(this.placeTree(forest, t, forest.treeIds[t]));
@@ -244,6 +253,21 @@ export class LiveStore {
     return slot;
   }
 
+  /** Refuses an add-nodes that would give some node more than `maxGroupSize` children. */
+  private checkAddedChildren(slot: number, n0: number, parents: Int32Array): void {
+    if (this.maxGroupSize === Infinity) return;
+    const start = this.slotStart[slot];
+    const added = new Map<number, number>();
+    for (const p of parents) added.set(p, (added.get(p) ?? 0) + 1);
+    for (const [p, extra] of added) {
+      const k = (p < n0 ? this.childCount[start + p] : 0) + extra;
+      if (k > this.maxGroupSize) {
+        const err = groupSizeError(this.at(slot, p), k, this.maxGroupSize);
+        throw new LiveError('invalid_value', err.location, err.reason);
+      }
+    }
+  }
+
   /**
    * Appends nodes to a tree (node indices continue from the tree's size; a node's parent may
    * be one added earlier in the same call). Validates everything before changing anything.
@@ -282,6 +306,7 @@ export class LiveStore {
       }
     }
     if (nodes.length === 0) return n0;
+    this.checkAddedChildren(slot, n0, parents);
     const n1 = n0 + nodes.length;
     if (n1 > this.slotCap[slot]) this.relocate(slot, grownClass(this.slotCap[slot], n1));
     const start = this.slotStart[slot];

@@ -1,0 +1,46 @@
+// The outside loop of the TRACE v2 contract, emulated: each round a trainer runs
+// `trace-alloc score FILE --budget N` (a per-tree budget; here the same library calls in
+// process) and starts `branches` rollouts at every allocated node, each to the episode's end —
+// for v1 too, so v1's truncation is not what is compared. Default rule vs --rule v1, paired by
+// seed on tuning seeds 2001–2060, which the reported runs never use.
+// `npx tsx eval/outside-loop.ts [--budget N] [--seeds S]`; prints one line per environment.
+import { allocate } from '../src/allocate/allocate.js';
+import type { Rule } from '../src/allocate/options.js';
+import { scoreCpu } from '../src/score/cpu.js';
+import { interleave, runLaunches, type Allocator, type Launch } from './allocators/types.js';
+import { ENVS } from './envs/index.js';
+import { pairedGap } from './direction.js';
+import { meanCi, type Interval } from './stats.js';
+import { packRollouts } from './pack.js';
+import type { Grower } from './tree.js';
+import { train } from './train.js';
+
+const STEPS = { maze: 15, navigation: 30, dependency: 20, toolagent: 10 } as const;
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: number) => { const i = args.indexOf(name); return i >= 0 ? Number(args[i + 1]) : fallback; };
+const budget = arg('--budget', 4), seedCount = arg('--seeds', 60);
+
+/** `score --budget N` each round, `branches` rollouts per allocated node, to the episode's end. */
+class OutsideLoop implements Allocator {
+  readonly name: string;
+  constructor(private readonly rule: Rule) { this.name = `outside-${rule}`; }
+  grow(g: Grower): void {
+    const f = g.forest;
+    while (g.remaining() > 0) {
+      const packed = packRollouts(f);
+      const plan = allocate(packed, scoreCpu(packed, { rule: this.rule }), { budget });
+      const perTree: Launch[][] = f.treeNodes.map((nodes, t) => nodes.flatMap((v, i) => Array.from({ length: plan.branches[packed.treeOffset[t] + i] }, () => ({ node: v, steps: Infinity }))));
+      if (runLaunches(g, interleave(perTree)) === 0) break;
+    }
+  }
+}
+
+const pts = (x: Interval) => `${(100 * x.mean).toFixed(1)} [${(100 * x.lo).toFixed(1)}, ${(100 * x.hi).toFixed(1)}]`;
+for (const env of ENVS) {
+  const run = (rule: Rule) => Array.from({ length: seedCount }, (_, i) => train({
+    env, allocator: 'trace', seed: 2001 + i, steps: STEPS[env], budgetPerStep: 512, prompts: 4, learningRate: 1,
+    evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400, traceRolloutsPerTree: budget, makeAllocator: () => new OutsideLoop(rule),
+  }).finalSuccess);
+  const v2 = run('v2'), v1 = run('v1');
+  process.stdout.write(`${env.padEnd(11)} --budget ${budget}, to the end: default (v2) ${pts(meanCi(v2))}%, --rule v1 ${pts(meanCi(v1))}%, v2 − v1 ${pts(pairedGap(v2, v1))} points\n`);
+}

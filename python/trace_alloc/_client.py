@@ -1,0 +1,268 @@
+"""The client of `trace-alloc serve --stdio` (JSON Lines, plus binary batches for add_forest)."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from ._columns import ArrayLike, arrow_stream, check_forest, have_pyarrow, npz_bytes
+from ._errors import TraceAllocError
+from ._plan import Plan
+
+__all__ = ["Service", "find_command"]
+
+
+def find_command() -> List[str]:
+    """The `trace-alloc` executable, as a command line (without `serve --stdio`):
+
+    1. `$TRACE_ALLOC_BIN`: a path to the `trace-alloc` executable, or to `dist/cli/main.js`
+       (run with `node`);
+    2. `trace-alloc` on `PATH` (an `npm install -g trace-alloc`, or `node_modules/.bin` on PATH);
+    3. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
+       (`npm run build` there first);
+    4. `npx --no-install trace-alloc` (a project with trace-alloc in its node_modules).
+    """
+    env = os.environ.get("TRACE_ALLOC_BIN")
+    if env:
+        return ["node", env] if env.endswith((".js", ".mjs")) else [env]
+    on_path = shutil.which("trace-alloc")
+    if on_path:
+        return [on_path]
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            main = folder / "dist" / "cli" / "main.js"
+            if main.is_file() and (folder / "package.json").is_file():
+                return ["node", str(main)]
+    if shutil.which("npx"):
+        return ["npx", "--no-install", "trace-alloc"]
+    raise TraceAllocError("service_error", "cannot find trace-alloc: set TRACE_ALLOC_BIN to its executable "
+                          "(or to dist/cli/main.js), or put trace-alloc on PATH")
+
+
+def _first_non_finite(value: Any, path: str) -> Optional[tuple]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = _first_non_finite(v, "%s.%s" % (path, k) if path else str(k))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _first_non_finite(v, "%s[%d]" % (path, i))
+            if found:
+                return found
+    return None
+
+
+def _non_finite_error(op: str, body: Mapping[str, Any]) -> TraceAllocError:
+    found = _first_non_finite(body, "")
+    path, value = found if found else ("?", float("nan"))
+    tree = body.get("tree") if isinstance(body.get("tree"), str) else None
+    node = body.get("node") if isinstance(body.get("node"), int) else None
+    where = "".join(("tree %s, " % json.dumps(tree) if tree is not None else "", "node %d, " % node if node is not None else ""))
+    return TraceAllocError("invalid_value", '%s: %sfield "%s": must be a finite number, got %s' % (op, where, path, value),
+                           tree=tree, node=node, field=path)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+class Service:
+    """A running `trace-alloc serve --stdio` and its live forest; one method per protocol op.
+
+        with Service(backend="cpu") as ta:
+            ta.add_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding)
+            plan = ta.plan(total_budget=4096)
+
+    Every rejection raises `TraceAllocError`; the service and its forest stay usable after it.
+    `command` is the whole command line (then `backend`, `dim`, `alpha`, `tau` are not added);
+    by default it is `find_command() + ["serve", "--stdio", ...]`.
+    """
+
+    def __init__(self, command: Optional[Union[Sequence[str], str]] = None, *, backend: Optional[str] = None,
+                 dim: Optional[int] = None, alpha: Optional[float] = None, tau: Optional[float] = None,
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> None:
+        if command is None:
+            argv = find_command() + ["serve", "--stdio"]
+            for flag, value in (("--backend", backend), ("--dim", dim), ("--alpha", alpha), ("--tau", tau)):
+                if value is not None:
+                    argv += [flag, str(value)]
+        else:
+            argv = shlex.split(command) if isinstance(command, str) else list(command)
+        self._ids = itertools.count(1)
+        try:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd,
+                                          env=None if env is None else dict(env), bufsize=0)
+        except OSError as err:
+            raise TraceAllocError("service_error", "cannot start %s: %s" % (argv[0], err)) from None
+
+    # -- transport ---------------------------------------------------------------------------
+
+    def _write(self, data: Any) -> None:
+        try:
+            self._proc.stdin.write(data)  # type: ignore[union-attr]
+        except (BrokenPipeError, ValueError, OSError):
+            raise self._exited() from None
+
+    def _exited(self) -> TraceAllocError:
+        return TraceAllocError("service_error", "trace-alloc serve exited (exit code %s)" % self._proc.poll())
+
+    def _read_reply(self) -> Dict[str, Any]:
+        line = self._proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise self._exited()
+        return json.loads(line)
+
+    def send_raw(self, line: str) -> Dict[str, Any]:
+        """Sends one raw line; returns the decoded response object (for tests and debugging)."""
+        self._write((line.rstrip("\n") + "\n").encode("utf-8"))
+        return self._read_reply()
+
+    def _finish(self, rid: int, reply: Mapping[str, Any]) -> Any:
+        if reply.get("id") != rid:
+            raise TraceAllocError("service_error", "response id %r does not match request id %r" % (reply.get("id"), rid))
+        if not reply.get("ok"):
+            raise TraceAllocError.from_response(reply.get("error", {}))
+        return reply["result"]
+
+    def request(self, op: str, **fields: Any) -> Any:
+        """Sends `{"op": op, "id": n, **fields}` (None fields left out); returns `result`."""
+        rid = next(self._ids)
+        body = {"id": rid, "op": op}
+        body.update({k: v for k, v in fields.items() if v is not None})
+        try:
+            line = json.dumps(body, separators=(",", ":"), allow_nan=False)
+        except ValueError:  # NaN or infinity: not JSON, refused before sending, with the field named
+            raise _non_finite_error(op, body) from None
+        except TypeError as err:
+            raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
+        return self._finish(rid, self.send_raw(line))
+
+    def request_binary(self, op: str, payload: Any, **fields: Any) -> Any:
+        """Sends a header line announcing `len(payload)` bytes, then the bytes (add-columns)."""
+        rid = next(self._ids)
+        view = memoryview(payload).cast("B")
+        body = {"id": rid, "op": op, "bytes": view.nbytes}
+        body.update({k: v for k, v in fields.items() if v is not None})
+        self._write((json.dumps(body, separators=(",", ":")) + "\n").encode("utf-8"))
+        self._write(view)
+        return self._finish(rid, self._read_reply())
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def add_forest(self, tree_offset: ArrayLike, parent: ArrayLike, reward: ArrayLike, visits: ArrayLike,
+                   uncertainty: ArrayLike, terminal: ArrayLike, embedding: ArrayLike,
+                   tree_id: Optional[Sequence[str]] = None, *, replace: bool = False,
+                   container: Optional[str] = None) -> Dict[str, Any]:
+        """Adds many trees at once from columns (numpy arrays or tensors), sent as bytes.
+
+        One row per node over all trees in tree order: `tree_offset` (T+1 row offsets),
+        `parent` (tree-local, -1 for roots), `reward`, `visits`, `uncertainty`, `terminal`,
+        `embedding` (N x D, float32 or float64), `tree_id` (T strings; default: the trees'
+        positions in the live forest). `replace=True` replaces live trees with the same ids.
+        `container`: "arrow" (needs pyarrow), "npz", or None (arrow when pyarrow is installed).
+        All or nothing: a rejected batch changes nothing. Returns {trees, added, replaced}.
+        """
+        forest = check_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding, tree_id)
+        if container is None:
+            container = "arrow" if have_pyarrow() else "npz"
+        if container == "arrow":
+            payload: Any = arrow_stream(forest)
+        elif container == "npz":
+            payload = npz_bytes(forest)
+        else:
+            raise TraceAllocError("invalid_request", 'container must be "arrow" or "npz", got %r' % (container,))
+        return self.request_binary("add-columns", payload, replace=True if replace else None)
+
+    def add_tree(self, tree_id: str, nodes: List[Mapping[str, Any]]) -> Dict[str, Any]:
+        """Adds one rollout tree; `nodes` are dicts (parent, reward, visits, uncertainty, terminal, embedding)."""
+        return self.request("add-tree", tree={"id": tree_id, "nodes": nodes})
+
+    def add_trees(self, trees: List[Mapping[str, Any]]) -> Dict[str, Any]:
+        """Adds several trees at once (all or none): a list of {"id": ..., "nodes": [...]}."""
+        return self.request("add-tree", trees=trees)
+
+    def add_nodes(self, tree_id: str, nodes: List[Mapping[str, Any]]) -> Dict[str, Any]:
+        """Appends nodes (each with a "parent" index); returns {"first": index of the first new node, ...}."""
+        return self.request("add-nodes", tree=tree_id, nodes=nodes)
+
+    def update(self, tree_id: str, node: int, reward: Optional[float] = None, visits: Optional[int] = None,
+               uncertainty: Optional[float] = None, terminal: Optional[bool] = None) -> Dict[str, Any]:
+        return self.request("update", tree=tree_id, node=node, reward=reward, visits=visits,
+                            uncertainty=uncertainty, terminal=terminal)
+
+    def update_many(self, updates: List[Mapping[str, Any]]) -> Dict[str, Any]:
+        """Several updates at once (all or none): dicts with "tree", "node" and the fields to set."""
+        return self.request("update", updates=updates)
+
+    def finish_rollout(self, tree_id: str, reward: float, path: Optional[Sequence[int]] = None,
+                       leaf: Optional[int] = None) -> Dict[str, Any]:
+        """A rollout finished with `reward` along `path` (root first) or down to `leaf`."""
+        return self.request("finish-rollout", tree=tree_id, reward=reward,
+                            path=None if path is None else list(path), leaf=leaf)
+
+    def remove_tree(self, tree_id: str) -> Dict[str, Any]:
+        return self.request("remove-tree", tree=tree_id)
+
+    def remove_trees(self, tree_ids: Iterable[str]) -> Dict[str, Any]:
+        return self.request("remove-tree", trees=list(tree_ids))
+
+    def plan(self, budget: Optional[Union[int, Mapping[str, int]]] = None, total_budget: Optional[int] = None,
+             min_per_tree: Optional[int] = None, scores: bool = False, trees: Optional[Sequence[str]] = None,
+             changed: bool = False, **options: Any) -> Plan:
+        """Plans the forest (re-scoring only what changed). `options` are the other plan
+        settings in snake_case or camelCase (prune_ratio, widen, base_depth, depth_gain,
+        min_depth, max_depth, and any setting a newer service accepts), passed on as they are."""
+        return Plan.from_json(self.plan_json(budget, total_budget, min_per_tree, scores, trees, changed, **options))
+
+    def plan_json(self, budget: Optional[Union[int, Mapping[str, int]]] = None, total_budget: Optional[int] = None,
+                  min_per_tree: Optional[int] = None, scores: bool = False, trees: Optional[Sequence[str]] = None,
+                  changed: bool = False, **options: Any) -> Dict[str, Any]:
+        """`plan`, as the JSON object the service sent (what `trace-alloc score` writes, plus `replanned`)."""
+        extra = {_camel(k): v for k, v in options.items()}
+        return self.request("plan", budget=budget, totalBudget=total_budget, minPerTree=min_per_tree,
+                            scores=True if scores else None, trees=None if trees is None else list(trees),
+                            changed=True if changed else None, **extra)
+
+    def scores(self, trees: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+        return self.request("scores", trees=None if trees is None else list(trees))
+
+    def stats(self) -> Dict[str, Any]:
+        return self.request("stats")
+
+    def set_params(self, alpha: Optional[float] = None, tau: Optional[float] = None) -> Dict[str, Any]:
+        return self.request("set-params", alpha=alpha, tau=tau)
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 30) -> Optional[int]:
+        """Ends the session (end of input) and waits for the service to exit; returns its exit code."""
+        proc = self._proc
+        if proc.stdin and not proc.stdin.closed:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+        finally:
+            if proc.stdout:
+                proc.stdout.close()
+
+    def __enter__(self) -> "Service":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """New rollouts start `branches` times from `node` and may run `depth` steps."""
+    node: int
+    branches: int
+    depth: int
+
+
+@dataclass(frozen=True)
+class NodeScore:
+    node: int
+    contrast: float
+    weight: float
+    grad_alpha: float
+    grad_tau: float
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    parent: int
+    intensity: float
+
+
+@dataclass(frozen=True)
+class TreePlan:
+    id: str
+    budget: int
+    unallocated: int
+    allocations: Tuple[Allocation, ...]
+    pruned: Tuple[int, ...]
+    scores: Optional[Tuple[NodeScore, ...]] = None
+    groups: Optional[Tuple[GroupScore, ...]] = None
+
+    @property
+    def branches(self) -> int:
+        """New rollouts placed in this tree."""
+        return sum(a.branches for a in self.allocations)
+
+
+@dataclass(frozen=True)
+class Params:
+    alpha: float
+    tau: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The allocation plan (the JSON plan of docs/ALGORITHM.md as dataclasses). `raw` is the
+    response as received, including any field this client does not know yet."""
+    params: Params
+    trees: Tuple[TreePlan, ...]
+    replanned: Tuple[str, ...] = ()
+    total_budget: Optional[int] = None
+    unallocated: Optional[int] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def tree(self, tree_id: str) -> TreePlan:
+        for t in self.trees:
+            if t.id == tree_id:
+                return t
+        raise KeyError(tree_id)
+
+    @classmethod
+    def from_json(cls, plan: Mapping[str, Any]) -> "Plan":
+        return cls(
+            params=Params(float(plan["params"]["alpha"]), float(plan["params"]["tau"])),
+            trees=tuple(_tree(t) for t in plan["trees"]),
+            replanned=tuple(plan.get("replanned", ())),
+            total_budget=plan.get("totalBudget"),
+            unallocated=plan.get("unallocated"),
+            raw=dict(plan),
+        )
+
+
+def _tree(t: Mapping[str, Any]) -> TreePlan:
+    scores = t.get("scores")
+    groups = t.get("groups")
+    return TreePlan(
+        id=t["id"],
+        budget=t["budget"],
+        unallocated=t["unallocated"],
+        allocations=tuple(Allocation(a["node"], a["branches"], a["depth"]) for a in t["allocations"]),
+        pruned=tuple(t["pruned"]),
+        scores=None if scores is None else tuple(
+            NodeScore(s["node"], s["contrast"], s["weight"], s["gradAlpha"], s["gradTau"]) for s in scores),
+        groups=None if groups is None else tuple(GroupScore(g["parent"], g["intensity"]) for g in groups),
+    )
