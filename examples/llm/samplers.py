@@ -1,0 +1,207 @@
+"""Three ways to spend one step's token budget on rollout trees.
+
+- `IndependentSampler`: GRPO's independent chains, every rollout from the prompt.
+- `UniformSampler`: Tree-GRPO's uniform expansion, a few full chains per prompt, then forks at
+  uniformly drawn open nodes, each new branch run to the episode's end.
+- `TraceSampler`: TRACE through `serve --stdio`: each round the forest is sent, the plan asked
+  for, and `branches` new rollouts started at each allocated node, each to the episode's end
+  (the plan's `depth` is not used: every rollout must reach a verifiable outcome). With `learn`,
+  α and τ are ascended after each step from the gains of the rollouts each round placed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import numpy as np
+
+from allocator_client import AllocatorClient
+from forest import Forest, Grower
+
+
+def interleave(per_tree: list[list[int]]) -> list[int]:
+    """Round-robin over trees, so a budget cut at the end of a batch hits every tree alike."""
+    out, i = [], 0
+    while any(i < len(x) for x in per_tree):
+        out += [x[i] for x in per_tree if i < len(x)]
+        i += 1
+    return out
+
+
+class IndependentSampler:
+    name = "independent"
+
+    def __init__(self, chains_per_wave: int = 2):
+        self.chains = chains_per_wave
+
+    def grow(self, g: Grower, model) -> None:
+        f = g.forest
+        while g.remaining() > 0:
+            if g.run(interleave([[r] * self.chains for r in f.roots])) == 0:
+                break
+
+
+class UniformSampler:
+    name = "uniform"
+
+    def __init__(self, rng: random.Random, initial_chains: int = 2, per_iteration: int = 2):
+        self.rng, self.initial, self.per_iteration = rng, initial_chains, per_iteration
+
+    def grow(self, g: Grower, model) -> None:
+        f = g.forest
+        g.run(interleave([[r] * self.initial for r in f.roots]))
+        while g.remaining() > 0:
+            picks = []
+            for t in range(len(f.roots)):
+                nodes = f.open_nodes(t)
+                picks.append(self.rng.sample(nodes, min(self.per_iteration, len(nodes))))
+            if g.run(interleave(picks)) == 0:
+                break
+
+
+def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
+    """The forest as the columnar arrays of the binary input (one row per node, trees in order)."""
+    order = [v for nodes in f.tree_nodes for v in nodes]
+    local = {}
+    for nodes in f.tree_nodes:
+        for i, v in enumerate(nodes):
+            local[v] = i
+    n = [f.nodes[v] for v in order]
+    return {
+        "ids": ["%s%d" % (prefix, t) for t in range(len(f.tree_nodes))],
+        "tree_offset": np.cumsum([0] + [len(x) for x in f.tree_nodes]).astype(np.int64),
+        "parent": np.array([local[x.parent] if x.parent >= 0 else -1 for x in n], dtype=np.int64),
+        "reward": np.array([x.reward_sum / x.visits if x.visits else 0.0 for x in n], dtype=np.float64),
+        "visits": np.array([x.visits for x in n], dtype=np.int64),
+        "uncertainty": np.array([x.uncertainty for x in n], dtype=np.float64),
+        "terminal": np.array([x.terminal for x in n], dtype=bool),
+        "embedding": np.stack([x.embedding if x.parent >= 0 else np.zeros(dim) for x in n]).astype(np.float32),
+    }
+
+
+class AlphaTauAdam:
+    """SPEC §3 ascent of J = Σ w·y in (ln α, ln τ): Adam, lr 0.05, α ∈ [1e−3, 1e3], τ ∈ [1e−2, 1e2]."""
+
+    def __init__(self, alpha: float = 1.0, tau: float = 0.5, lr: float = 0.05):
+        self.a, self.b, self.lr = math.log(alpha), math.log(tau), lr
+        self.m = [0.0, 0.0]
+        self.v = [0.0, 0.0]
+        self.t = 0
+
+    @property
+    def alpha(self) -> float:
+        return math.exp(self.a)
+
+    @property
+    def tau(self) -> float:
+        return math.exp(self.b)
+
+    def ascend(self, grad: tuple[float, float]) -> None:
+        self.t += 1
+        step = []
+        for i, g in enumerate(grad):
+            self.m[i] = 0.9 * self.m[i] + 0.1 * g
+            self.v[i] = 0.999 * self.v[i] + 0.001 * g * g
+            mh, vh = self.m[i] / (1 - 0.9 ** self.t), self.v[i] / (1 - 0.999 ** self.t)
+            step.append(self.lr * mh / (math.sqrt(vh) + 1e-8))
+        self.a = min(max(self.a + step[0], math.log(1e-3)), math.log(1e3))
+        self.b = min(max(self.b + step[1], math.log(1e-2)), math.log(1e2))
+
+
+def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:
+    """y = 4p̂(1−p̂) of the rollouts finished since a round, per node that existed then (≥ 2 rollouts)."""
+    count: dict[int, int] = {}
+    wins: dict[int, float] = {}
+    for leaf in range(first_new, len(f.nodes)):
+        node = f.nodes[leaf]
+        if not node.terminal:
+            continue
+        v = node.parent
+        while v >= 0:
+            if v < first_new:
+                count[v] = count.get(v, 0) + 1
+                wins[v] = wins.get(v, 0.0) + node.outcome
+            v = f.nodes[v].parent
+    return {v: 4 * (wins[v] / c) * (1 - wins[v] / c) for v, c in count.items() if c >= 2}
+
+
+class TraceSampler:
+    def __init__(self, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False):
+        self.client, self.per_tree, self.learn = client, rollouts_per_tree, learn
+        self.name = "trace-learned" if learn else "trace"
+        self.adam = AlphaTauAdam() if learn else None
+        self.allocator_s = 0.0
+        self.planned_branches = 0
+        self.launched = 0
+        self.rule = None
+        self.params = None
+        self.steps = 0
+        self.plans = 0
+        self.root_branches = 0  # planned branches that start at a prompt (a fresh chain)
+        self.plan_mismatches = 0  # rounds whose branches + unallocated differ from the budget asked for
+
+    def grow(self, g: Grower, model) -> None:
+        f = g.forest
+        rounds = []
+        self.steps += 1
+        prefix = "s%d-p" % self.steps
+        while g.remaining() > 0:
+            t1 = time.perf_counter()
+            arrays = pack(f, model.config.n_embd, prefix)
+            self.client.sync_forest(arrays["ids"], arrays["tree_offset"], arrays["parent"], arrays["reward"],
+                                       arrays["visits"], arrays["uncertainty"], arrays["terminal"],
+                                       arrays["embedding"])
+            plan = self.client.plan(total_budget=self.per_tree * len(f.roots), min_per_tree=1, scores=self.learn)
+            t2 = time.perf_counter()
+            self.allocator_s += t2 - t1
+            self.plans += 1
+            self.params = plan["params"]
+            self.rule = plan.get("rule", plan["params"].get("rule"))
+            total = self.per_tree * len(f.roots)
+            placed = sum(a["branches"] for tree in plan["trees"] for a in tree["allocations"])
+            if placed + plan.get("unallocated", 0) + sum(t["unallocated"] for t in plan["trees"]) != total:
+                self.plan_mismatches += 1
+            per_tree = []
+            for tree in plan["trees"]:
+                t = int(tree["id"][len(prefix):])
+                nodes = f.tree_nodes[t]
+                starts = []
+                for a in tree["allocations"]:
+                    v = nodes[a["node"]]
+                    if f.nodes[v].terminal:
+                        raise AssertionError("plan allocated to terminal node %d of tree %s" % (a["node"], tree["id"]))
+                    starts += [v] * a["branches"]
+                    self.planned_branches += a["branches"]
+                    if a["node"] == 0:
+                        self.root_branches += a["branches"]
+                per_tree.append(starts)
+            starts = interleave(per_tree)
+            self.launched += len(starts)
+            if self.learn:
+                rounds.append((plan, len(f.nodes)))
+            if g.run(starts) == 0:
+                break
+        if self.learn:
+            self._update(f, rounds, prefix)
+
+    def _update(self, f: Forest, rounds, prefix: str) -> None:
+        t0 = time.perf_counter()
+        dA = dB = 0.0
+        used = 0
+        for plan, first_new in rounds:
+            gains = outcome_gains(f, first_new)
+            for tree in plan["trees"]:
+                nodes = f.tree_nodes[int(tree["id"][len(prefix):])]
+                for s in tree.get("scores", []):
+                    y = gains.get(nodes[s["node"]])
+                    if y is None:
+                        continue
+                    dA += s["weight"] * y * s["gradAlpha"]
+                    dB += s["weight"] * y * s["gradTau"]
+                    used += 1
+        if used:
+            self.adam.ascend((dA, dB))
+            self.client.set_params(alpha=self.adam.alpha, tau=self.adam.tau)
+        self.allocator_s += time.perf_counter() - t0
