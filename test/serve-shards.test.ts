@@ -46,8 +46,8 @@ describe('serve: global-shares and plan-shard', () => {
       const parts: TreeInput[][] = [];
       let lo = 0;
       for (const p of [...points, trees.length]) { parts.push(trees.slice(lo, p)); lo = p; }
-      const whole = await sessionWith(trees, input.dim, c.rule);
-      const shards = await Promise.all(parts.map((p) => sessionWith(p, input.dim, c.rule)));
+      const whole = await sessionWith(trees, (input.dim ?? 0), c.rule);
+      const shards = await Promise.all(parts.map((p) => sessionWith(p, (input.dim ?? 0), c.rule)));
       const liveTrees = trees.filter((t) => t.nodes.some((n) => !n.terminal)).length;
       const settings = { totalBudget: c.minPerTree * liveTrees + c.extra, minPerTree: c.minPerTree };
       const single = await ok(whole, { op: 'plan', scores: true, ...settings });

@@ -49,7 +49,7 @@ describe('sharded global budget', () => {
       const liveTrees = allocate(whole, scores, { budget: 0 }).live.filter((_, v) => whole.parentRow[v] < 0).reduce((a, b) => a + b, 0);
       const options = { ...base, totalBudget: c.minPerTree * liveTrees + c.extra };
       const single = planToJson(whole, scores, allocate(whole, scores, options), { includeScores: true });
-      const plans = shardedPlans(input.dim, cut(trees, c.cuts), c.rule, options);
+      const plans = shardedPlans((input.dim ?? 0), cut(trees, c.cuts), c.rule, options);
       for (const p of plans) {
         expect(p.totalBudget).toBe(single.totalBudget);
         expect(p.unallocated).toBe(single.unallocated);
