@@ -233,6 +233,21 @@ class Service:
                             scores=True if scores else None, trees=None if trees is None else list(trees),
                             changed=True if changed else None, **extra)
 
+    def global_shares(self, tree_floor: Optional[float] = None) -> Dict[str, Any]:
+        """Phase 1 of a global budget over sharded services: liveness and weight of each tree
+        (docs/PROTOCOL.md, "Many shards"). `trace_alloc.distributed.global_plan` does both phases."""
+        return self.request("global-shares", treeFloor=tree_floor)
+
+    def plan_shard_json(self, shares: Sequence[Mapping[str, Any]], shard: int, total_budget: int,
+                        min_per_tree: Optional[int] = None, scores: bool = False,
+                        trees: Optional[Sequence[str]] = None, **options: Any) -> Dict[str, Any]:
+        """Phase 2: this service's part of the global plan, given every shard's `global_shares`
+        in shard order and this one's index; the plan JSON, as `plan_json` returns it."""
+        extra = {_camel(k): v for k, v in options.items()}
+        return self.request("plan-shard", shares=list(shares), shard=shard, totalBudget=total_budget,
+                            minPerTree=min_per_tree, scores=True if scores else None,
+                            trees=None if trees is None else list(trees), **extra)
+
     def scores(self, trees: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return self.request("scores", trees=None if trees is None else list(trees))
 
@@ -263,6 +278,14 @@ class Service:
         finally:
             if proc.stdout:
                 proc.stdout.close()
+
+    def kill(self) -> None:
+        """Stops the service at once (one that missed a deadline: its replies can no longer be
+        matched to requests). Its forest is gone; start a new `Service` to retry."""
+        try:
+            self._proc.kill()
+        except OSError:
+            pass
 
     def __enter__(self) -> "Service":
         return self

@@ -6,6 +6,10 @@ import { resolveParams, type ScoreParams } from '../score/types.js';
 import type { LiveBackend } from './backend.js';
 import { LivePlanner, type LivePlanOptions, type LivePlanSummary } from './plan.js';
 import { LiveStore, type NodeUpdate } from './store.js';
+import { checkGathered, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
+import { resolveAllocateOptions } from '../allocate/options.js';
+import { OptionError } from '../util/errors.js';
+import { liveShares, type ShareOptions } from './shards.js';
 
 export interface LiveStats {
   backend: 'cpu' | 'gpu';
@@ -42,6 +46,8 @@ export class LiveForest {
   private dirtyScratch = new Int32Array(0);
   private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
   private planned = false;
+  /** Set by `planShard`: the global total and top-level unallocated its plan reports. */
+  private sharded: { totalBudget: number; unallocated: number } | undefined;
 
   private backendNow: LiveBackend;
 
@@ -160,9 +166,49 @@ export class LiveForest {
     await this.rescore();
     const summary = this.planner.plan(options, this.params.rule);
     this.planned = true;
+    this.sharded = undefined;
     this.counters.plans++;
     this.counters.replannedTrees += summary.replanned.length;
     return summary;
+  }
+
+  /**
+   * Phase 1 of a global budget over sharded forests (docs/PROTOCOL.md, "Many shards"):
+   * re-scores what changed, then returns each tree's liveness and weight Q_t.
+   */
+  async globalShares(options: ShareOptions = {}): Promise<ShardShares> {
+    resolveAllocateOptions({ ...options, rule: this.params.rule }); // a bad q0 re-scores nothing
+    await this.rescore();
+    return liveShares(this.store, this.params.rule ?? 'v2', options);
+  }
+
+  /**
+   * Phase 2: given every shard's phase-1 data in the global order and this shard's index,
+   * plans this forest's trees with the budgets a single process holding all shards would give
+   * them under `options.totalBudget` (identical plans). Refuses shares that no longer match
+   * this forest (trees or scores changed since phase 1) with `StaleSharesError`; every check
+   * runs before anything changes.
+   */
+  async planShard(gathered: readonly ShardShares[], shardIndex: number, options: LivePlanOptions): Promise<LivePlanSummary> {
+    const { budget: _ignored, ...rest } = options;
+    const opts = resolveAllocateOptions(rest, this.params.rule);
+    if (opts.totalBudget === undefined) throw new OptionError('a sharded plan needs totalBudget');
+    checkGathered(gathered);
+    if (!Number.isInteger(shardIndex) || shardIndex < 0 || shardIndex >= gathered.length) throw new OptionError(`shard index must be an integer in [0, ${gathered.length - 1}], got ${String(shardIndex)}`);
+    const entry = gathered[shardIndex];
+    const now = liveShares(this.store, this.params.rule ?? 'v2', options);
+    if (this.dirtyGroupCount > 0 || entry.fingerprint !== now.fingerprint) {
+      throw new StaleSharesError(`shares[${shardIndex}] do not match this shard's trees as they are now (fingerprint ${String(entry.fingerprint)}, now ${this.dirtyGroupCount > 0 ? 'changed, scores pending' : now.fingerprint}): the trees changed after phase 1; run phase 1 again`);
+    }
+    const { budgets, unallocatedTotal } = splitGathered(gathered, opts.totalBudget, opts.minPerTree);
+    let offset = 0;
+    for (let i = 0; i < shardIndex; i++) offset += gathered[i].q.length;
+    const ids = this.treeIds();
+    const perTree = Object.fromEntries(ids.map((id, t) => [id, budgets[offset + t]]));
+    const { totalBudget: _total, ...settings } = rest;
+    const summary = await this.plan({ ...settings, budget: perTree });
+    this.sharded = { totalBudget: opts.totalBudget, unallocated: unallocatedTotal };
+    return { ...summary, options: opts, unallocatedTotal };
   }
 
   /** SPEC §5 plan of one tree, from the last `plan()`. */
@@ -191,6 +237,9 @@ export class LiveForest {
     if (opts?.totalBudget !== undefined) {
       plan.totalBudget = opts.totalBudget;
       plan.unallocated = this.planner.unallocatedTotal;
+    } else if (this.sharded !== undefined) {
+      plan.totalBudget = this.sharded.totalBudget;
+      plan.unallocated = this.sharded.unallocated;
     }
     return assertFinitePlan(plan);
   }

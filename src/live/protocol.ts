@@ -3,6 +3,7 @@ import type { NodeInput, TreeInput } from '../forest/input.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
 import { resolveAllocateOptions } from '../allocate/options.js';
+import { checkGathered, shareFingerprint, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
 import type { Backend } from '../score/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
@@ -15,7 +16,7 @@ import { LiveError, type NodeUpdate } from './store.js';
 /** Error codes of the JSON Lines protocol (docs/PROTOCOL.md). */
 export type ProtocolErrorCode =
   | 'parse_error' | 'invalid_request' | 'unknown_op' | 'unknown_tree' | 'unknown_node'
-  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'backend_error' | 'request_too_large' | 'internal';
+  | 'duplicate_tree' | 'invalid_value' | 'invalid_options' | 'stale_shares' | 'backend_error' | 'request_too_large' | 'internal';
 
 export interface ProtocolError {
   code: ProtocolErrorCode;
@@ -59,6 +60,8 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['stats', []],
   ['set-params', ['alpha', 'tau', 'rule']],
   ['add-columns', ADD_COLUMNS_FIELDS],
+  ['global-shares', ['treeFloor']],
+  ['plan-shard', [...PLAN_FIELDS.filter((k) => k !== 'budget'), 'shares', 'shard', 'scores', 'trees']],
 ]);
 const OPS = [...FIELDS.keys()];
 
@@ -185,6 +188,18 @@ export class LiveSession {
         return { removed: ids.length, trees: live.treeCount };
       }
       case 'plan': return this.plan(req);
+      case 'global-shares': {
+        if (req.treeFloor !== undefined && typeof req.treeFloor !== 'number') throw new RequestError('invalid_options', `"treeFloor" must be a number, got ${describeValue(req.treeFloor)}`);
+        const options = req.treeFloor === undefined ? {} : { treeFloor: req.treeFloor as number };
+        const live = this.forest;
+        if (live === undefined) {
+          const rule = this.params().rule ?? 'v2';
+          const { treeFloor } = resolveAllocateOptions({ ...options, rule });
+          return { rule, treeFloor, live: [], q: [], fingerprint: shareFingerprint(rule, treeFloor, [], [], [], []) };
+        }
+        return live.globalShares(options);
+      }
+      case 'plan-shard': return this.planShard(req);
       case 'scores': {
         const live = this.forest;
         if (live === undefined) return { params: this.params(), trees: [] };
@@ -287,6 +302,38 @@ export class LiveSession {
     return { ...plan, replanned: summary.replanned };
   }
 
+  /** Phase 2 of a sharded global budget; every field is checked before anything runs. */
+  private async planShard(req: Record<string, unknown>): Promise<unknown> {
+    const options: LivePlanOptions = {};
+    for (const k of PLAN_FIELDS) {
+      const v = req[k];
+      if (v === undefined) continue;
+      if (typeof v !== 'number') throw new RequestError('invalid_options', `"${k}" must be a number, got ${describeValue(v)}`);
+      (options as Record<string, unknown>)[k] = v;
+    }
+    if (options.totalBudget === undefined) throw new RequestError('invalid_options', '"totalBudget" is required: plan-shard splits one global budget');
+    if (!Array.isArray(req.shares)) throw new RequestError('invalid_request', `"shares" must be the array of every shard's global-shares result, got ${describeValue(req.shares)}`);
+    if (typeof req.shard !== 'number') throw new RequestError('invalid_request', `"shard" must be this shard's index in "shares", got ${describeValue(req.shard)}`);
+    if (req.scores !== undefined && typeof req.scores !== 'boolean') throw new RequestError('invalid_request', `"scores" must be true or false, got ${describeValue(req.scores)}`);
+    const gathered = req.shares as ShardShares[];
+    const live = this.forest;
+    if (live === undefined) {
+      // No trees here: the shard's entry must say so; the split still checks the total.
+      resolveAllocateOptions({ ...options, budget: undefined });
+      checkGathered(gathered);
+      const shard = req.shard;
+      if (!Number.isInteger(shard) || shard < 0 || shard >= gathered.length) throw new RequestError('invalid_options', `shard index must be an integer in [0, ${gathered.length - 1}], got ${String(shard)}`);
+      if (gathered[shard].q.length !== 0) throw new StaleSharesError(`shares[${shard}] lists ${gathered[shard].q.length} trees; this shard has none`);
+      if (req.trees !== undefined) this.treeList(undefined, req.trees);
+      const { unallocatedTotal } = splitGathered(gathered, options.totalBudget, options.minPerTree ?? 1);
+      return { params: this.params(), totalBudget: options.totalBudget, unallocated: unallocatedTotal, trees: [], replanned: [] };
+    }
+    const trees = req.trees === undefined ? undefined : this.treeList(live, req.trees);
+    const summary = await live.planShard(gathered, req.shard, options);
+    const plan = live.planJson({ includeScores: req.scores === true, ...(trees !== undefined ? { trees } : {}) });
+    return { ...plan, replanned: summary.replanned };
+  }
+
   private treeList(live: LiveForest | undefined, trees: unknown): string[] {
     if (trees === undefined) return live?.treeIds() ?? [];
     if (!Array.isArray(trees)) throw new RequestError('invalid_request', `"trees" must be an array of tree ids, got ${describeValue(trees)}`);
@@ -370,6 +417,7 @@ export function toProtocolError(err: unknown): ProtocolError {
     if (err.location.field !== undefined) e.field = err.location.field;
     return e;
   }
+  if (err instanceof StaleSharesError) return { code: 'stale_shares', message: err.message };
   if (err instanceof RangeError) return { code: 'invalid_options', message: err.message };
   if (err instanceof Error && /^Gpu/.test(err.name)) return { code: 'backend_error', message: err.message };
   return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
