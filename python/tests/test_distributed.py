@@ -147,8 +147,11 @@ def test_a_sidecar_that_does_not_answer_fails_every_rank_within_the_timeout(comm
         mute.close()
         for s in good:
             s.close()
+    # Every rank fails with a timeout. Which message the others see (rank 1's error through the
+    # gather, or the gather's own deadline on a loaded machine) is a race, so only the muted
+    # rank's own message is pinned.
     assert [r.code for r in results] == ["timeout"] * 3, results
-    assert "rank 1" in str(results[0]) and "rank 1" in str(results[2])
+    assert "sidecar" in str(results[1])
 
 
 def test_a_rank_that_never_gathers_makes_the_others_time_out(command):

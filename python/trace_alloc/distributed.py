@@ -18,7 +18,9 @@ rank — e.g. with Ray, an actor that collects one object per rank and returns t
 all have arrived. `gather` is called twice per plan (the shares, then every rank's outcome).
 
 Failures reach every rank: a rank whose sidecar fails or misses `timeout` still takes part in
-the gathers, with its error, so every rank raises `TraceAllocError` naming it; a rank that
+the gathers, with its error, so every rank raises `TraceAllocError` naming it (each gather
+waits up to twice `timeout`, so that a rank whose sidecar just missed its deadline still
+arrives); a rank that
 never reaches the gather makes the others' gather time out (`TraceAllocError`, code
 "timeout"). A sidecar that misses its deadline is stopped (its replies could no longer be
 matched to requests): start a new one, re-add the trees and retry, which gives the same plan.
@@ -75,6 +77,11 @@ def torch_gather(group: Any = None) -> Gather:
     return gather
 
 
+def _gather_deadline(timeout: Optional[float]) -> Optional[float]:
+    """A gather outwaits a sidecar request, so a rank whose sidecar timed out can still report it."""
+    return None if timeout is None else 2 * timeout
+
+
 def _ask(service: Service, timeout: Optional[float], what: str, fn: Callable[[], Any]) -> Any:
     return _within(timeout, "the trace-alloc sidecar's " + what, fn, on_timeout=service.kill)
 
@@ -103,7 +110,7 @@ def global_plan_json(service: Service, total_budget: int, *, group: Any = None, 
     except Exception as err:  # still join the gather, so that every rank learns of it
         mine = _failure(err)
     mine["token"] = token
-    gathered = list(_within(timeout, "the gather of every rank's shares", lambda: gather_fn(mine)))
+    gathered = list(_within(_gather_deadline(timeout), "the gather of every rank's shares", lambda: gather_fn(mine)))
     _raise_first(gathered, "phase 1 (global-shares)")
     index = [o.get("token") for o in gathered].index(token)
     shares = [o["shares"] for o in gathered]
@@ -113,7 +120,7 @@ def global_plan_json(service: Service, total_budget: int, *, group: Any = None, 
         outcome: Dict[str, Any] = {"ok": True}
     except Exception as err:
         plan, outcome = None, _failure(err)
-    outcomes = list(_within(timeout, "the gather of every rank's outcome", lambda: gather_fn(outcome)))
+    outcomes = list(_within(_gather_deadline(timeout), "the gather of every rank's outcome", lambda: gather_fn(outcome)))
     _raise_first(outcomes, "phase 2 (plan-shard)")
     assert plan is not None
     return plan
@@ -125,7 +132,7 @@ def global_plan(service: Service, total_budget: int, *, group: Any = None, gathe
     """This rank's part of one global plan of `total_budget` rollouts over every rank's trees:
     identical to one service holding all trees in rank order planning with that total.
     Call it on every rank of `group` (or of the ranks `gather` spans) with the same settings.
-    `timeout` (seconds, None: wait forever) bounds each sidecar request and each gather;
+    `timeout` (seconds, None: wait forever) bounds each sidecar request, and twice it each gather;
     `options` are the other plan settings (prune_ratio, base_depth, ...). Raises
     `TraceAllocError` on every rank when any rank fails."""
     return Plan.from_json(global_plan_json(service, total_budget, group=group, gather=gather, timeout=timeout,
