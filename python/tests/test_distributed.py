@@ -141,7 +141,7 @@ def test_a_sidecar_that_does_not_answer_fails_every_rank_within_the_timeout(comm
         add(s, forest_rows(forest, lo, hi))
     mute = trace_alloc.Service([sys.executable, "-c", "import time; time.sleep(120)"])  # reads nothing, answers nothing
     try:
-        results = run_ranks([good[0], mute, good[1]], 20, timeout=2)
+        results = run_ranks([good[0], mute, good[1]], 20, timeout=5)  # generous: the good ranks' own requests must not time out on a loaded machine
     finally:
         mute.kill()
         mute.close()
@@ -161,7 +161,7 @@ def test_a_rank_that_never_gathers_makes_the_others_time_out(command):
     try:
         for s, lo, hi in zip(services, (0, 1), (1, 2)):
             add(s, forest_rows(forest, lo, hi))
-        results = run_ranks(services, 10, timeout=1, skip=1)
+        results = run_ranks(services, 10, timeout=5, skip=1)
     finally:
         for s in services:
             s.close()
