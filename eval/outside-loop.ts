@@ -13,9 +13,9 @@ import { pairedGap } from './direction.js';
 import { meanCi, type Interval } from './stats.js';
 import { packRollouts } from './pack.js';
 import type { Grower } from './tree.js';
+import { tuningConfig } from './settings.js';
 import { train } from './train.js';
 
-const STEPS = { maze: 15, navigation: 30, dependency: 20, toolagent: 10 } as const;
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number) => { const i = args.indexOf(name); return i >= 0 ? Number(args[i + 1]) : fallback; };
 const budget = arg('--budget', 4), seedCount = arg('--seeds', 60);
@@ -38,8 +38,7 @@ class OutsideLoop implements Allocator {
 const pts = (x: Interval) => `${(100 * x.mean).toFixed(1)} [${(100 * x.lo).toFixed(1)}, ${(100 * x.hi).toFixed(1)}]`;
 for (const env of ENVS) {
   const run = (rule: Rule) => Array.from({ length: seedCount }, (_, i) => train({
-    env, allocator: 'trace', seed: 2001 + i, steps: STEPS[env], budgetPerStep: 512, prompts: 4, learningRate: 1,
-    evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400, traceRolloutsPerTree: budget, makeAllocator: () => new OutsideLoop(rule),
+    ...tuningConfig(env, 2001 + i, 'trace', budget), makeAllocator: () => new OutsideLoop(rule),
   }).finalSuccess);
   const v2 = run('v2'), v1 = run('v1');
   process.stdout.write(`${env.padEnd(11)} --budget ${budget}, to the end: default (v2) ${pts(meanCi(v2))}%, --rule v1 ${pts(meanCi(v1))}%, v2 − v1 ${pts(pairedGap(v2, v1))} points\n`);

@@ -11,6 +11,7 @@ import { barChart, lineChart, markdownTable, type Series } from '../report/svg.j
 import { ALLOCATORS, type AllocatorName } from './allocators/index.js';
 import { blockChecks, checkDirection, direction, overallStatus, pairedGap, type CheckStatus, type Direction, type DirectionCheck } from './direction.js';
 import { ENVS, type EnvName } from './envs/index.js';
+import { STEPS } from './settings.js';
 import { meanCi, type Interval } from './stats.js';
 import { train, type TrainConfig, type TrainResult } from './train.js';
 
@@ -27,12 +28,6 @@ const PROFILES: Record<'quick' | 'full', Profile> = {
   quick: { name: 'quick', seeds: 40, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 100, finalEpisodes: 400 },
   full: { name: 'full', seeds: 100, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 200, finalEpisodes: 1000 },
 };
-/**
- * Training steps per environment (the fixed budget is steps × budgetPerStep): long enough for
- * the policy to learn, short enough that the best allocators have not all saturated at 100%.
- * Navigation gets three goal layouts (they move every 10 steps).
- */
-const STEPS: Record<EnvName, number> = { maze: 15, navigation: 30, dependency: 20, toolagent: 10 };
 const POLICY_LR = 1;
 /**
  * TRACE rollouts per tree per allocation round, chosen per variant on tuning seeds 101–105 by

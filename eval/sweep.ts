@@ -11,9 +11,9 @@ import { TraceAllocator } from './allocators/trace.js';
 import { pairedGap } from './direction.js';
 import { ENVS } from './envs/index.js';
 import { meanCi, type Interval } from './stats.js';
+import { tuningConfig } from './settings.js';
 import { train, type TrainConfig } from './train.js';
 
-const STEPS = { maze: 15, navigation: 30, dependency: 20, toolagent: 10 } as const;
 const args = process.argv.slice(2);
 const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
 const seedCount = Number(arg('--seeds') ?? 100);
@@ -47,5 +47,5 @@ writeFileSync(out, `# TRACE v2 settings sweep (tuning seeds ${SEEDS[0]}–${SEED
 process.stderr.write(`\nwrote ${out}\n`);
 
 function config(env: (typeof ENVS)[number], seed: number, allocator: TrainConfig['allocator']): TrainConfig {
-  return { env, allocator, seed, steps: STEPS[env], budgetPerStep: 512, prompts: 4, learningRate: 1, evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400, traceRolloutsPerTree: 4 };
+  return tuningConfig(env, seed, allocator, 4);
 }

@@ -1,18 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { allocate } from '../src/allocate/allocate.js';
+import type { NodeInput } from '../src/forest/input.js';
 import { packForest } from '../src/forest/packed.js';
 import { scoreCpu } from '../src/score/cpu.js';
 
 // The 3-sibling fork worked by hand in docs/ALGORITHM.md; the numbers below are the doc's.
-const forest = packForest({
-  dim: 2,
-  trees: [{ id: 'ex', nodes: [
-    { parent: -1, visits: 4, reward: 0.5, embedding: [1, 1] },
-    { parent: 0, reward: 1, visits: 2, uncertainty: 0.1, embedding: [1, 0] },
-    { parent: 0, reward: 0, visits: 2, uncertainty: 0.1, embedding: [1, 0.1] },
-    { parent: 0, reward: 0.5, visits: 0, uncertainty: 0.3, embedding: [0, 1] },
-  ] }],
-});
+const fork: NodeInput[] = [
+  { parent: -1, visits: 4, reward: 0.5, embedding: [1, 1] },
+  { parent: 0, reward: 1, visits: 2, uncertainty: 0.1, embedding: [1, 0] },
+  { parent: 0, reward: 0, visits: 2, uncertainty: 0.1, embedding: [1, 0.1] },
+  { parent: 0, reward: 0.5, visits: 0, uncertainty: 0.3, embedding: [0, 1] },
+];
+const forest = packForest({ dim: 2, trees: [{ id: 'ex', nodes: fork }] });
 
 describe('worked example 1 of docs/ALGORITHM.md under --rule v1', () => {
   const s = scoreCpu(forest, { rule: 'v1' });
@@ -72,13 +71,11 @@ describe('worked example 1 of docs/ALGORITHM.md under v2 (the default)', () => {
 });
 
 describe('worked example 2 of docs/ALGORITHM.md (v2: a chain below a fork)', () => {
+  // Example 1's fork, then a step under A and two finished episodes under that step.
   const chain = packForest({
     dim: 2,
     trees: [{ id: 'ex2', nodes: [
-      { parent: -1, visits: 4, reward: 0.5, embedding: [1, 1] },
-      { parent: 0, reward: 1, visits: 2, uncertainty: 0.1, embedding: [1, 0] },
-      { parent: 0, reward: 0, visits: 2, uncertainty: 0.1, embedding: [1, 0.1] },
-      { parent: 0, reward: 0.5, visits: 0, uncertainty: 0.3, embedding: [0, 1] },
+      ...fork,
       { parent: 1, reward: 1, visits: 2, uncertainty: 0.2, embedding: [1, 0] },
       { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0] },
       { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0.2] },

@@ -1,6 +1,6 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
-import { liveNodes, splitGroups } from './live.js';
+import { liveNodes, splitGroups, type GroupSplit } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
 import { LargestRemainder } from './rounding.js';
 import { flowClaimsV2 } from './v2.js';
@@ -101,7 +101,7 @@ function flowV1(
   weight: Scores['weight'],
   intensity: Scores['intensity'],
   live: Uint8Array,
-  split: ReturnType<typeof splitGroups>,
+  split: GroupSplit,
   treeBudget: Float64Array,
   widen: number,
   mass: Float64Array,

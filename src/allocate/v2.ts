@@ -22,7 +22,7 @@ export function flowClaimsV2(
   forest: PackedForest,
   t: number,
   budget: number,
-  weightKept: GroupSplit,
+  split: GroupSplit,
   live: Uint8Array,
   intensity: RealArray,
   contestGain: number,
@@ -35,7 +35,7 @@ export function flowClaimsV2(
   let total = 0;
   for (let v = lo; v < hi; v++) {
     const p = parentRow[v];
-    reach[v] = p < 0 ? live[v] : reach[p] & weightKept.kept[v];
+    reach[v] = p < 0 ? live[v] : reach[p] & split.kept[v];
     if (!reach[v]) { mass[v] = 0; continue; }
     const g = childGroup[v];
     const k = g < 0 ? 0 : groupOffset[g + 1] - groupOffset[g];
