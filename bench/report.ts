@@ -278,6 +278,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const at = process.argv.indexOf('--out-dir');
   const outDir = at > 0 ? (process.argv[at + 1] as string) : path.dirname(file);
   const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
-  const readme = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
+  // As in run.ts: only a report written to the committed results folder itself refreshes the
+  // README's W1 section (a side run such as results/threads/ must not replace it).
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const main = path.resolve(outDir) === path.join(here, 'results');
+  const readme = main ? path.join(here, '..', 'README.md') : undefined;
   for (const p of writeReport(results, path.basename(file), outDir, readme)) console.log(`wrote ${p}`);
 }

@@ -1,17 +1,24 @@
 /**
  * Where worker threads start to pay for the CPU reference: the crossover behind
  * `PARALLEL_MIN_COST` (src/score/threads.ts), quoted in docs/BENCHMARKS.md.
- *   npx tsx bench/threads-crossover.ts [threads]       # default: available parallelism
+ *   npx tsx bench/threads-crossover.ts [threads] [--trees 1,2,4,…]  # default: available parallelism
  * For forests of growing estimated cost (W1-shaped trees, dim 128), the median of
  * interleaved single-thread and threaded calls (the pool warm). Prints a table and the
- * machine's load; on a shared machine read it with that load in mind.
+ * machine's load; on a shared machine read it with that load in mind. `--trees 1024,4096`
+ * gives the same interleaved comparison at W1 (4096 trees) and beyond: calls of the two
+ * paths alternate, so drift in the machine (other jobs, clock, heap growth) hits both alike,
+ * which the benny suites of `npm run bench` (one path's samples, then the next) cannot do.
  */
 import os from 'node:os';
 import { CpuScorer } from '../src/score/cpu.js';
 import { scoringCost } from '../src/score/threads.js';
 import { generateRegularForest } from '../src/synth/generate.js';
 
-const threads = Number(process.argv[2] ?? os.availableParallelism());
+const args = process.argv.slice(2);
+const treesAt = args.indexOf('--trees');
+const treeCounts = treesAt >= 0 ? (args.splice(treesAt, 2)[1] ?? '').split(',').map(Number) : [1, 2, 4, 8, 16, 32, 64, 128, 256];
+if (treeCounts.some((t) => !Number.isSafeInteger(t) || t < 1)) throw new Error('--trees takes a comma-separated list of tree counts >= 1');
+const threads = Number(args[0] ?? os.availableParallelism());
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function main(): Promise<void> {
@@ -20,7 +27,7 @@ async function main(): Promise<void> {
   const loadStart = os.loadavg()[0];
   const rows: string[] = [];
   try {
-    for (const trees of [1, 2, 4, 8, 16, 32, 64, 128, 256]) {
+    for (const trees of treeCounts) {
       const forest = generateRegularForest({ trees, branching: 4, depth: 3, dim: 128, seed: 1 });
       await many.score(forest); // warm: workers started, code compiled
       one.scoreSync(forest);
