@@ -11,7 +11,8 @@
 //               power of two (max in [1, 2)): v2's split of a pair's contrast is the ratio of
 //               two shares, exact whatever the scale. |stored value| ≤ 1e30, so Δ stays finite.
 //   emb         `stride` scalars per child slot, slot-major, so a group's rows are contiguous.
-//   work[i]     one entry per group to score: (first slot, k, first output slot, output index).
+//   work[i]     one entry per group to score: (first slot, k, first output slot, output index),
+//               each dispatch's entries from P.workBase on.
 //   out[o]      per output slot (C, w, gA, gB); `.w` and `.x/.z` double as scratch for the
 //               row scale and the contrast sums while a group is being scored.
 //   outI[i]     intensity of work entry i's group.
@@ -24,7 +25,7 @@ struct Params {
   gridX: u32,   // workgroups along x: dispatches over 65 535 workgroups fold into 2-D grids
   stride: u32,  // scalars per embedding row (dim, rounded up to even for f16 so rows are 4-byte aligned)
   rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2 (split by uncertainty)
-  _pad2: u32,
+  workBase: u32, // this dispatch's first entry in `work`: every dispatch of a chunk shares one work buffer (and bind group)
 }
 
 struct Feat {

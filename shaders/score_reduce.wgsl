@@ -17,8 +17,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     return;
   }
   if (lid == 0u) {
-    entry = work[2u * li];
-    tiles = work[2u * li + 1u];
+    entry = work[P.workBase + 2u * li];
+    tiles = work[P.workBase + 2u * li + 1u];
   }
   let e = workgroupUniformLoad(&entry);
   let p = workgroupUniformLoad(&tiles);

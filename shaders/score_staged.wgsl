@@ -79,12 +79,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     return;
   }
   if (lid == 0u) {
-    bin = work[li];
+    bin = work[P.workBase + li];
   }
   let b = workgroupUniformLoad(&bin);
   let groups = b.y;
   if (lid < groups) {
-    entries[lid] = work[b.x + lid];
+    entries[lid] = work[P.workBase + b.x + lid];
   }
   workgroupBarrier();
   let rs = P.dim | 1u;  // staged row stride: odd, so lanes reading one component spread over banks

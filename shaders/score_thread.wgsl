@@ -10,7 +10,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (li >= P.count) {
     return;
   }
-  let e = work[li];
+  let e = work[P.workBase + li];
   let s0 = e.x;
   let k = e.y;
   let o0 = e.z;

@@ -22,8 +22,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     return;
   }
   if (lid == 0u) {
-    tile[0] = work[2u * li];
-    tile[1] = work[2u * li + 1u];
+    tile[0] = work[P.workBase + 2u * li];
+    tile[1] = work[P.workBase + 2u * li + 1u];
   }
   let t = workgroupUniformLoad(&tile);
   let s0 = t[0].x;

@@ -13,7 +13,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     return;
   }
   if (lid == 0u) {
-    entry = work[li];
+    entry = work[P.workBase + li];
   }
   let e = workgroupUniformLoad(&entry);
   let s0 = e.x;

@@ -1,6 +1,7 @@
 import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter } from './adapter.js';
 import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from './errors.js';
-import { STAGE_LANES, TILE_ROWS } from './layout.js';
+import { PARAMS_BYTES, STAGE_LANES, TILE_ROWS } from './layout.js';
+import { BindGroupCache } from './bind-groups.js';
 import { BufferPool } from './pool.js';
 import { kernelSource, type KernelName } from './shaders.js';
 
@@ -29,6 +30,13 @@ export const KERNEL_WORKGROUP: Readonly<Record<KernelName, number>> = { score_wo
 export class GpuContext {
   readonly pool: BufferPool;
   readonly layout: GPUBindGroupLayout;
+  /** Bind groups of the scoring kernels, one per set of buffers, reused across calls. */
+  readonly bindGroups: BindGroupCache;
+  /** Queue submissions of scoring work so far (one per call, or per chunk when one-shot scoring streams chunks). */
+  submits = 0;
+  /** Work lists written to the device, and calls that found theirs already in the pooled work buffer. */
+  workListsWritten = 0;
+  workListsReused = 0;
   readonly hasF16: boolean;
   readonly hasTimestamps: boolean;
   /** Largest storage binding that also fits one buffer, in bytes (the adapter's real limits, requested at creation). */
@@ -53,7 +61,7 @@ export class GpuContext {
     this.cpuEmulated = cpuEmulated;
     // The tile and staged kernels' sizes are what the host cuts work lists by: not tunable here.
     this.workgroupSizes = { ...KERNEL_WORKGROUP, ...workgroupSizes, score_tiles: TILE_ROWS, score_staged: STAGE_LANES };
-    this.pool = new BufferPool(device);
+    this.pool = new BufferPool(device, undefined, (buffer) => this.bindGroups.forget(buffer));
     this.hasF16 = device.features.has('shader-f16');
     this.hasTimestamps = device.features.has('timestamp-query');
     // A chunk's buffer must also fit one buffer; keep it 4-byte aligned (writeBuffer sizes).
@@ -71,7 +79,8 @@ export class GpuContext {
     this.layout = device.createBindGroupLayout({
       label: 'trace-score',
       entries: [
-        storage(0, 'uniform'),
+        // The params of each dispatch sit at their own offset of one uniform buffer.
+        { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: true } },
         storage(1, 'read-only-storage'),
         storage(2, 'read-only-storage'),
         storage(3, 'read-only-storage'),
@@ -79,6 +88,7 @@ export class GpuContext {
         storage(5, 'storage'),
       ],
     });
+    this.bindGroups = new BindGroupCache(device, this.layout, Math.floor(device.limits.maxStorageBufferBindingSize / 4) * 4, PARAMS_BYTES);
   }
 
   static async create(options: GpuContextOptions = {}): Promise<GpuContext> {
@@ -214,6 +224,7 @@ export class GpuContext {
     this.destroyed = true;
     for (const q of this.idleQuerySets.splice(0)) q.destroy();
     this.pool.trim();
+    this.bindGroups.clear();
     this.device.destroy();
   }
 }

@@ -13,6 +13,8 @@ export const FEAT_FLOATS = 8;
 export const FEAT_BYTES = FEAT_FLOATS * 4;
 export const OUT_BYTES = 16;
 export const WORK_BYTES = 16;
+/** One dispatch's params block (common.wgsl `Params`), at its own 256-byte slot of the uniform buffer. */
+export const PARAMS_BYTES = 32;
 
 /** Consecutive groups `[groupStart, groupEnd)` whose buffers each fit one storage binding. */
 export interface Chunk {

@@ -23,24 +23,46 @@ export interface PoolStats {
 export class BufferPool {
   private readonly idle = new Map<string, GPUBuffer[]>();
   private readonly inUse = new Set<GPUBuffer>();
+  /** Per affinity key, the buffer it last got under each label. */
+  private readonly lastOf = new WeakMap<object, Map<string, GPUBuffer>>();
   private stats: PoolStats = { inUseBytes: 0, idleBytes: 0, peakInUseBytes: 0, created: 0, destroyed: 0 };
 
-  constructor(private readonly device: Pick<GPUDevice, 'createBuffer' | 'limits'>, private readonly minIdleBytes = 64 * 2 ** 20) {}
+  constructor(
+    private readonly device: Pick<GPUDevice, 'createBuffer' | 'limits'>,
+    private readonly minIdleBytes = 64 * 2 ** 20,
+    /** Called before the pool destroys one of its buffers (the bind group cache forgets it). */
+    private readonly onDestroy: (buffer: GPUBuffer) => void = () => {},
+  ) {}
 
   /** Current cap on idle bytes. */
   get maxIdleBytes(): number {
     return Math.max(this.minIdleBytes, this.stats.peakInUseBytes);
   }
 
-  acquire(size: number, usage: GPUBufferUsageFlags, label: string): GPUBuffer {
+  /**
+   * A buffer of at least `size` bytes. With `affinity` (an object standing for one recurring
+   * use: a chunk of a forest), the buffer this use last got under `label` is handed out again
+   * when it is idle, so the same call on the same chunk gets the same buffers — and finds its
+   * bind group and work lists from last time still valid — however calls interleaved.
+   */
+  acquire(size: number, usage: GPUBufferUsageFlags, label: string, affinity?: object): GPUBuffer {
     const rounded = roundSize(size, this.device.limits.maxBufferSize);
-    const key = `${usage}:${rounded}`;
-    let buffer = this.idle.get(key)?.pop();
+    const list = this.idle.get(`${usage}:${rounded}`);
+    let buffer: GPUBuffer | undefined;
+    const last = affinity ? this.lastOf.get(affinity)?.get(label) : undefined;
+    const at = last && list ? list.lastIndexOf(last) : -1;
+    if (at >= 0) buffer = list!.splice(at, 1)[0];
+    else buffer = list?.pop();
     if (buffer) {
       this.stats.idleBytes -= rounded;
     } else {
       buffer = this.device.createBuffer({ size: rounded, usage, label });
       this.stats.created++;
+    }
+    if (affinity) {
+      let byLabel = this.lastOf.get(affinity);
+      if (!byLabel) this.lastOf.set(affinity, (byLabel = new Map()));
+      byLabel.set(label, buffer);
     }
     this.inUse.add(buffer);
     this.stats.inUseBytes += rounded;
@@ -54,6 +76,7 @@ export class BufferPool {
     this.stats.inUseBytes -= size;
     if (buffer.mapState !== 'unmapped') buffer.unmap();
     if (this.stats.idleBytes + size > this.maxIdleBytes) {
+      this.onDestroy(buffer);
       buffer.destroy();
       this.stats.destroyed++;
       return;
@@ -67,7 +90,7 @@ export class BufferPool {
 
   /** Destroys idle buffers (in-use ones are destroyed with the device) and resets the idle cap. */
   trim(): void {
-    for (const list of this.idle.values()) for (const b of list) b.destroy();
+    for (const list of this.idle.values()) for (const b of list) { this.onDestroy(b); b.destroy(); }
     this.idle.clear();
     this.stats.idleBytes = 0;
     this.stats.peakInUseBytes = this.stats.inUseBytes;

@@ -2,7 +2,7 @@ import { describeValue, ForestError } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
 import { resolveParams, type ScoreParams, type Scores } from '../score/types.js';
 import type { GpuContext } from './context.js';
-import { loadPipelines, submitChunk, submitTransferOnly, type ChunkInputs, type ChunkOutputs } from './dispatch.js';
+import { loadPipelines, submitChunk, submitChunks, submitTransferOnly, type ChunkInputs, type ChunkJob, type ChunkOutputs } from './dispatch.js';
 import { GpuNonFiniteError, GpuParamRangeError } from './errors.js';
 import {
   buildWork, chunkSizes, embBytesPerSlot, embStride, FEAT_BYTES, FEAT_FLOATS, packEmbeddingRange, packFeatureRange, planChunks,
@@ -216,18 +216,22 @@ export class ResidentForest {
     const ids = Int32Array.from(new Set(Array.from(groupIds, (g) => checkGroup(f, g)))).sort();
     const pipes = await loadPipelines(this.ctx, this.f16);
     const tUpload = performance.now();
-    const runs: { state: ChunkState; from: number; to: number; pending: Promise<ChunkOutputs> }[] = [];
+    const runs: { from: number; to: number }[] = [];
+    const jobs: ChunkJob[] = [];
     for (let from = 0; from < ids.length; ) {
       const c = this.groupChunk[ids[from]];
       let to = from;
       while (to < ids.length && this.groupChunk[ids[to]] === c) to++;
       const state = this.states[c];
       const { lists, outSlots } = buildWork(f, state.chunk, ids.subarray(from, to), this.route);
-      runs.push({ state, from, to, pending: submitChunk(this.ctx, pipes, state, f.dim, lists, outSlots, resolved) });
+      runs.push({ from, to });
+      jobs.push({ inputs: state, lists, outSlots, affinity: state });
       from = to;
     }
+    // Every chunk's dispatches in one submission.
+    const pending = jobs.length > 0 ? submitChunks(this.ctx, pipes, f.dim, jobs, resolved) : [];
     const submittedAt = performance.now();
-    const outputs = await Promise.all(runs.map((r) => r.pending));
+    const outputs = await Promise.all(pending);
 
     const childOffset = new Int32Array(ids.length + 1);
     for (let i = 0; i < ids.length; i++) childOffset[i + 1] = childOffset[i] + f.groupOffset[ids[i] + 1] - f.groupOffset[ids[i]];
@@ -262,7 +266,8 @@ export class ResidentForest {
     const resolved = checkGpuParams(resolveParams(params));
     const pipes = await loadPipelines(this.ctx, this.f16);
     const prepared = prepareForest(this.forest, this.f16, this.maxChunkBytes, this.route);
-    const pending = this.states.map((s) => submitWholeChunk(this.ctx, pipes, this.forest, prepared[s.chunk.index], s, resolved, this.route));
+    const jobs = this.states.map((s): ChunkJob => ({ inputs: s, ...wholeChunkWork(this.forest, prepared[s.chunk.index], this.route), affinity: s }));
+    const pending = jobs.length > 0 ? submitChunks(this.ctx, pipes, this.forest.dim, jobs, resolved) : [];
     const submittedAt = performance.now();
     const outputs = await Promise.all(pending);
     const scores = emptyScores(this.forest, resolved);
@@ -368,8 +373,8 @@ async function streamChunks<T, R>(
 }
 
 function submitWholeChunk(ctx: GpuContext, pipes: Awaited<ReturnType<typeof loadPipelines>>, forest: PackedForest, p: PreparedChunk, s: ChunkState, params: ScoreParams, route: Route): Promise<ChunkOutputs> {
-  const { lists, outSlots } = wholeChunkWork(forest, p, route);
-  return submitChunk(ctx, pipes, s, forest.dim, lists, outSlots, params);
+  // The prepared chunk stands for this chunk across one-shot calls: the same buffers, bind group and uploaded work lists.
+  return submitChunk(ctx, pipes, forest.dim, { inputs: s, ...wholeChunkWork(forest, p, route), affinity: p }, params);
 }
 
 /** Allocates one chunk's input buffers and uploads its prepared layout; the promise reports WebGPU errors of the upload. */
@@ -382,8 +387,8 @@ function uploadChunk(ctx: GpuContext, dim: number, p: PreparedChunk, f16: boolea
     const sizes = chunkSizes(dim, f16, slots, chunk.groupEnd - chunk.groupStart);
     const S = GPUBufferUsage;
     const featBytes = Math.max(FEAT_BYTES, sizes.feat);
-    const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat');
-    const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb');
+    const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat', p);
+    const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb', p);
     state = { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
     const q = ctx.device.queue;
     q.writeBuffer(feat, 0, features);

@@ -1,5 +1,5 @@
 import { GpuContext } from '../gpu/context.js';
-import { loadPipelines, submitChunk, type ChunkOutputs, type Pipelines } from '../gpu/dispatch.js';
+import { loadPipelines, submitChunks, type ChunkJob, type Pipelines } from '../gpu/dispatch.js';
 import { GpuNonFiniteError, isCpuFallbackError } from '../gpu/errors.js';
 import { embBytesPerSlot, FEAT_BYTES, FEAT_FLOATS, MAX_COLUMN_STRIPS, OUT_BYTES, packGroupFeatures, planWork, resolveRoute, writeF32Row } from '../gpu/layout.js';
 import { checkGpuParams } from '../gpu/resident.js';
@@ -38,6 +38,8 @@ interface DeviceChunk {
   featHost: Float32Array;
   /** Slots the buffers hold. */
   cap: number;
+  /** Stands for this chunk across calls and growth (`BufferPool.acquire`): its dispatch buffers and bind group are reused. */
+  key: object;
 }
 
 /** Under `backend: 'auto'` (set by `createLiveForest`): hand the forest to the CPU after a fallback error. */
@@ -156,15 +158,18 @@ export class GpuLiveBackend implements LiveBackend {
       if (list === undefined) { list = []; perChunk.set(c, list); }
       list.push(p);
     }
-    const runs: { groups: number[]; outStart: Int32Array; outSlots: number; pending: Promise<ChunkOutputs> }[] = [];
+    const runs: { groups: number[]; outStart: Int32Array; outSlots: number }[] = [];
+    const jobs: ChunkJob[] = [];
     for (const [c, groups] of perChunk) {
       const { lists, outSlots: o, outStart } = planWork(groups.length, (i) => store.childStart[groups[i]] - c * CS, (i) => store.childCount[groups[i]], resolveRoute('auto', this.context.cpuEmulated), store.dim);
       const chunk = this.chunks[c];
       const inputs = { f16: false, feat: chunk.feat, featBytes: chunk.cap * FEAT_BYTES, emb: chunk.emb, embBytes: chunk.emb.size };
-      runs.push({ groups, outStart, outSlots: o, pending: submitChunk(this.context, this.pipes, inputs, store.dim, lists, o, params) });
+      runs.push({ groups, outStart, outSlots: o });
+      jobs.push({ inputs, lists, outSlots: o, affinity: chunk.key });
       this.stats.dispatches++;
     }
-    const outputs = await Promise.all(runs.map((r) => r.pending));
+    // Every dirty chunk's dispatches in one submission.
+    const outputs = jobs.length > 0 ? await Promise.all(submitChunks(this.context, this.pipes, store.dim, jobs, params)) : [];
 
     // The safety net before anything reaches the store: `x·0` is NaN exactly for NaN and ±∞.
     runs.forEach((run, r) => {
@@ -305,18 +310,27 @@ export class GpuLiveBackend implements LiveBackend {
       device.queue.submit([enc.finish()]);
       featHost.set(old.featHost);
       this.stats.grownBytes += old.feat.size + old.emb.size;
+      this.context.bindGroups.forget(old.feat);
+      this.context.bindGroups.forget(old.emb);
       old.feat.destroy(); // after the copy that reads them completes
       old.emb.destroy();
       this.stats.deviceSlots -= old.cap;
     } else {
       this.stats.chunks++;
     }
-    this.chunks[c] = { feat, emb, featHost, cap };
+    this.chunks[c] = { feat, emb, featHost, cap, key: old?.key ?? {} };
     this.stats.deviceSlots += cap;
   }
 
   private releaseDevice(): void {
-    if (!this.context.isLost) for (const c of this.chunks) { c.feat.destroy(); c.emb.destroy(); }
+    if (!this.context.isLost) {
+      for (const c of this.chunks) {
+        this.context.bindGroups.forget(c.feat);
+        this.context.bindGroups.forget(c.emb);
+        c.feat.destroy();
+        c.emb.destroy();
+      }
+    }
     this.chunks.length = 0;
     if (this.owned) this.context.destroy();
   }
