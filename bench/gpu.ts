@@ -22,6 +22,8 @@ export interface GpuTimings {
 
 /** The GPU paths the benchmark times: f32 and (where the adapter has shader-f16) f16 scorers on one device. */
 export interface GpuBench {
+  /** The device the scorers share (for benchmarks that drive it directly). */
+  context: GpuContext;
   maxBinding: number;
   hasF16: boolean;
   score(forest: PackedForest, params: ScoreParams, f16: boolean): Promise<{ scores: Scores; timings: GpuTimings }>;
@@ -65,6 +67,7 @@ export async function openGpuBench(): Promise<{ bench: GpuBench | undefined; ada
     return f16;
   };
   const bench: GpuBench = {
+    context: ctx,
     maxBinding: ctx.maxBinding,
     hasF16: ctx.hasF16,
     async score(forest, params, half) {

@@ -18,6 +18,7 @@ import { defaultThreads } from '../../src/score/threads.js';
 import { DEFAULT_PARAMS } from '../../src/score/types.js';
 import type { PackedForest } from '../../src/forest/packed.js';
 import { checkAgainstReference } from '../check.js';
+import { fixedCostTable } from '../gpu-fixed-cost.js';
 import { breakdown, openGpuBench, type GpuTimings } from '../gpu.js';
 import { adapterSlug, autoChoiceOf, cpuMark, finishMachineInfo, machineInfo } from '../machine.js';
 import { MemoryPass } from '../memory-pass.js';
@@ -124,6 +125,16 @@ async function main(): Promise<void> {
       }
       res.peakRssMiB = process.resourceUsage().maxRSS / 1024;
       results.push(res);
+    }
+    // The fixed cost of small calls (bind groups, buffers, submissions), which only a real
+    // GPU's driver shows: a few seconds, into fixed-cost.md.
+    if (gpu && (performance.now() - cpuStart.wallMs) / 1000 <= o.budgetS) {
+      const table = await fixedCostTable(gpu.context, 40);
+      mkdirSync(o.out, { recursive: true });
+      writeFileSync(path.join(o.out, 'fixed-cost.md'), `# Fixed cost of GPU calls (bench/gpu-fixed-cost.ts, 40 calls)\n\n${table}\n`);
+      console.log(table);
+    } else {
+      notes.push('fixed-cost table skipped: no GPU, or the run had used its budget');
     }
   } finally {
     gpu?.destroy();
