@@ -57,6 +57,15 @@ describe('the bind group cache', () => {
     expect(cache.size).toBe(4);
   });
 
+  it('pool buffers keep one role: a buffer released as a work buffer is never handed out as another', () => {
+    const device = { limits: { maxBufferSize: 1 << 30 }, createBuffer: (d: GPUBufferDescriptor) => ({ size: d.size, usage: d.usage, mapState: 'unmapped', destroy() {} }) as unknown as GPUBuffer };
+    const pool = new BufferPool(device as unknown as GPUDevice);
+    const work = pool.acquire(256, 8, 'work');
+    pool.release(work);
+    expect(pool.acquire(256, 8, 'emb')).not.toBe(work);
+    expect(pool.acquire(256, 8, 'work')).toBe(work);
+  });
+
   it('is told by the buffer pool before the pool destroys a buffer', () => {
     const destroyed: GPUBuffer[] = [];
     const device = { limits: { maxBufferSize: 1 << 30 }, createBuffer: (d: GPUBufferDescriptor) => ({ size: d.size, usage: d.usage, mapState: 'unmapped', destroy() {} }) as unknown as GPUBuffer };
@@ -68,6 +77,12 @@ describe('the bind group cache', () => {
     expect(destroyed).toEqual([]);
     pool.trim();
     expect(destroyed.sort()).toEqual([a, b].sort());
+    // Over the idle cap on release (the cap is the peak in use: here one buffer).
+    const c = pool.acquire(1 << 20, 1, 'c');
+    pool.release(c);
+    const d = pool.acquire(1 << 20, 1, 'd');
+    pool.release(d);
+    expect(destroyed).toContain(d);
   });
 });
 
@@ -105,6 +120,25 @@ gpuDescribe('fixed cost of GPU calls', () => {
     const sa = await scorer.score(a);
     expect(withinTolerance(deviation(a, sa, scoreCpu(a)))).toBe(true);
     expect(withinTolerance(deviation(b, sb, scoreCpu(b)))).toBe(true);
+    scorer.destroy();
+  });
+
+  it('forests of many sizes scored in turn, twice: a buffer that held one role never serves another with stale contents', async () => {
+    // Pooled buffers of one size class are shared across forests; with sizes this varied, one
+    // forest's work buffer lands in another's feature or embedding buffer class sooner or later.
+    // Tiny forests on purpose: at the pool's 256-byte minimum, a work list of one forest and
+    // the embeddings of another share a size class (2 trees at dim 8, 1 tree at dim 2).
+    const scorer = await GpuScorer.create({ context: ctx });
+    const forests = [
+      generateForest({ trees: 2, dim: 8, seed: 7 }), generateForest({ trees: 1, dim: 2, seed: 7 }),
+      ...Array.from({ length: 8 }, (_, i) => generateForest({ trees: 1 + 3 * i, dim: 2 + (i % 3) * 2, seed: 40 + i })),
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const f of forests) {
+        const got = await scorer.score(f, { alpha: 0.8 });
+        expect(withinTolerance(deviation(f, got, scoreCpu(f, { alpha: 0.8 })))).toBe(true);
+      }
+    }
     scorer.destroy();
   });
 

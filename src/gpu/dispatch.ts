@@ -139,7 +139,14 @@ export function submitChunks(ctx: GpuContext, pipes: Pipelines, dim: number, job
     return { maps }; // boxed: an async guard must not adopt (and wait for) the maps themselves
   });
   // Each job's promise below reports a failure; what a failed call wrote to its work buffers is unknown.
-  submitted.catch(() => { for (const e of encoded) if (e.work) workContents.delete(e.work); });
+  // Its bind groups (each names its work buffer) are dropped too, in case one was an error object.
+  submitted.catch(() => {
+    for (const e of encoded) {
+      if (!e.work) continue;
+      workContents.delete(e.work);
+      ctx.bindGroups.forget(e.work);
+    }
+  });
 
   let settled = 0;
   const releaseAll = () => {

@@ -6,6 +6,8 @@
  * up to the larger of `minIdleBytes` and the peak bytes ever in use at once, so a workload
  * that needs N bytes per call reuses its buffers instead of destroying and recreating them
  * (what a fixed 512 MiB cap did at 16 384 trees), while memory stays flat across calls.
+ * A buffer keeps one role (its label: 'work', 'feat', 'emb', …) for life: callers may then
+ * remember what they last wrote into it (dispatch.ts skips re-sending unchanged work lists).
  */
 export interface PoolStats {
   /** Bytes of buffers handed out and not yet released. */
@@ -22,7 +24,8 @@ export interface PoolStats {
 
 export class BufferPool {
   private readonly idle = new Map<string, GPUBuffer[]>();
-  private readonly inUse = new Set<GPUBuffer>();
+  /** Buffers handed out, with the idle list they go back to. */
+  private readonly inUse = new Map<GPUBuffer, string>();
   /** Per affinity key, the buffer it last got under each label. */
   private readonly lastOf = new WeakMap<object, Map<string, GPUBuffer>>();
   private stats: PoolStats = { inUseBytes: 0, idleBytes: 0, peakInUseBytes: 0, created: 0, destroyed: 0 };
@@ -47,7 +50,10 @@ export class BufferPool {
    */
   acquire(size: number, usage: GPUBufferUsageFlags, label: string, affinity?: object): GPUBuffer {
     const rounded = roundSize(size, this.device.limits.maxBufferSize);
-    const list = this.idle.get(`${usage}:${rounded}`);
+    // The label is part of the key: a buffer serves one role only (work lists, features, …), so
+    // what a role remembers of its buffer's contents (dispatch.ts's work lists) stays true.
+    const key = `${label}:${usage}:${rounded}`;
+    const list = this.idle.get(key);
     let buffer: GPUBuffer | undefined;
     const last = affinity ? this.lastOf.get(affinity)?.get(label) : undefined;
     const at = last && list ? list.lastIndexOf(last) : -1;
@@ -64,14 +70,16 @@ export class BufferPool {
       if (!byLabel) this.lastOf.set(affinity, (byLabel = new Map()));
       byLabel.set(label, buffer);
     }
-    this.inUse.add(buffer);
+    this.inUse.set(buffer, key);
     this.stats.inUseBytes += rounded;
     this.stats.peakInUseBytes = Math.max(this.stats.peakInUseBytes, this.stats.inUseBytes);
     return buffer;
   }
 
   release(buffer: GPUBuffer): void {
-    if (!this.inUse.delete(buffer)) return;
+    const key = this.inUse.get(buffer);
+    if (key === undefined) return;
+    this.inUse.delete(buffer);
     const size = buffer.size;
     this.stats.inUseBytes -= size;
     if (buffer.mapState !== 'unmapped') buffer.unmap();
@@ -81,7 +89,6 @@ export class BufferPool {
       this.stats.destroyed++;
       return;
     }
-    const key = `${buffer.usage}:${size}`;
     const list = this.idle.get(key) ?? [];
     list.push(buffer);
     this.idle.set(key, list);
