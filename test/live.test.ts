@@ -170,3 +170,18 @@ describe('global budget and per-tree budgets', () => {
     live.destroy();
   });
 });
+
+describe('adding a batch of trees', () => {
+  it('grows the columns once for the whole batch, not tree by tree, and plans it as a from-scratch scoring and allocation would', async () => {
+    const batch = generateForest({ trees: 200, dim: 8, seed: 21 });
+    const live = await createLiveForest({ dim: 8, backend: 'cpu' });
+    live.addTree({ id: 'first', nodes: [{ embedding: new Array(8).fill(0.5) }] });
+    const before = live.store.capacityVersion;
+    live.addForest(batch);
+    // Each growth copies every column (the embeddings too): one for the batch, not one per doubling.
+    expect(live.store.capacityVersion - before).toBeLessThanOrEqual(1);
+    expect(live.store.capacity).toBeGreaterThanOrEqual(live.store.usedRows);
+    await checkLiveAgainstScratch(live, { budget: 7 }, { exact: true });
+    live.destroy();
+  });
+});

@@ -213,6 +213,13 @@ export class LiveStore {
       if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: this.treeOrder.length + err.location.tree! }, err.reason);
       throw err;
     }
+    // Room for the whole batch at once: growing tree by tree doubles the columns a dozen times
+    // on a W1-sized batch, each time copying every column (the embeddings too) — that was more
+    // than half of add-columns. Slab padding at device chunk boundaries may still need one more.
+    let rows = 0;
+    for (let t = 0; t < forest.treeCount; t++) rows += slabClass(forest.treeOffset[t + 1] - forest.treeOffset[t]);
+    const needed = this.slabs.top + rows;
+    if (needed > this.capacity) this.grow(needed + (this.slabs.boundary > 0 ? needed >> 3 : 0));
     const slots: number[] = [];
     for (let t = 0; t < forest.treeCount; t++) slots.push(this.placeTree(forest, t, forest.treeIds[t]));
     return slots;
