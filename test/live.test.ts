@@ -181,7 +181,70 @@ describe('adding a batch of trees', () => {
     // Each growth copies every column (the embeddings too): one for the batch, not one per doubling.
     expect(live.store.capacityVersion - before).toBeLessThanOrEqual(1);
     expect(live.store.capacity).toBeGreaterThanOrEqual(live.store.usedRows);
+    // Batch after batch, growth stays geometric: 20 more batches of a fifth the size grow it a few times, not 20.
+    const mid = live.store.capacityVersion;
+    for (let i = 0; i < 20; i++) {
+      const more = generateForest({ trees: 40, dim: 8, seed: 100 + i });
+      live.addForest({ ...more, treeIds: more.treeIds.map((id) => `more${i}-${id}`) } as typeof more);
+    }
+    expect(live.store.capacityVersion - mid).toBeLessThanOrEqual(4);
     await checkLiveAgainstScratch(live, { budget: 7 }, { exact: true });
     live.destroy();
+  });
+});
+
+describe('the cpu live backend on several threads', () => {
+  it('scores large re-scores on worker threads bit for bit like one thread, through random changes', async () => {
+    const one = await createLiveForest({ dim: 64, backend: 'cpu', threads: 1 });
+    const two = await createLiveForest({ dim: 64, backend: 'cpu', threads: 2 });
+    const scorerOf = (live: typeof one) => (live as unknown as { backendNow: { scorer: { workerChunks: number } } }).backendNow.scorer;
+    const same = () => {
+      const a = one.store, b = two.store;
+      expect(a.usedRows).toBe(b.usedRows);
+      for (const col of ['contrast', 'weight', 'gradAlpha', 'gradTau', 'intensity'] as const) {
+        for (let r = 0; r < a.usedRows; r++) if (!Object.is(a[col][r], b[col][r])) throw new Error(`${col} differs at row ${r}: ${a[col][r]} vs ${b[col][r]}`);
+      }
+    };
+    // A batch large enough for the threads (200 trees at dim 64), then changes of every kind.
+    const batch = generateForest({ trees: 200, dim: 64, seed: 31 });
+    for (const live of [one, two]) live.addForest(batch);
+    await one.rescore();
+    await two.rescore();
+    same();
+    // The first large re-score starts the workers, and the calling thread does not wait for a
+    // worker still starting up; re-score everything (new α) until they have taken part.
+    for (let round = 0; round < 400 && scorerOf(two).workerChunks === 0; round++) {
+      for (const live of [one, two]) live.setParams({ alpha: 1 + (round % 7) / 10 });
+      await one.rescore();
+      await two.rescore();
+      same();
+    }
+    expect(scorerOf(two).workerChunks).toBeGreaterThan(0);
+    expect(scorerOf(one).workerChunks).toBe(0);
+    const rng1 = new Rng(5), rng2 = new Rng(5);
+    const ops1 = randomOps(one, rng1, 60), ops2 = randomOps(two, rng2, 60);
+    for (let op = ops1.next(), op2 = ops2.next(); !op.done && !op2.done; op = ops1.next(), op2 = ops2.next()) {
+      op.value.apply();
+      op2.value.apply();
+      if (op.value.check) {
+        await one.plan(op.value.check);
+        await two.plan(op2.value.check!);
+        same();
+        expect(two.planJson()).toEqual(one.planJson());
+      }
+    }
+    // New α and τ re-score every group: on the threads again.
+    const before = scorerOf(two).workerChunks;
+    for (const live of [one, two]) live.setParams({ alpha: 0.37, tau: 0.61 });
+    await one.rescore();
+    await two.rescore();
+    same();
+    expect(scorerOf(two).workerChunks).toBeGreaterThan(before);
+    one.destroy();
+    two.destroy();
+  });
+
+  it('refuses a thread count that is not an integer >= 1', async () => {
+    await expect(createLiveForest({ dim: 2, backend: 'cpu', threads: 0 })).rejects.toThrow('threads must be an integer >= 1');
   });
 });

@@ -21,7 +21,7 @@ an exit; the forest survives malformed lines. Ends with exit 0 at end of input, 
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
 Protocol: docs/PROTOCOL.md.`,
   flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
-    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int' },
+    'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', threads: 'int' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
     backend: { default: 'auto', meaning: 'where dirty groups are re-scored: cpu, gpu, or auto (the GPU when an adapter exists)' },
@@ -30,6 +30,7 @@ Protocol: docs/PROTOCOL.md.`,
     tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
     rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
+    threads: { value: 'N', default: 'available parallelism', meaning: 'CPU threads for large re-scores on the cpu backend (a batch of new trees, new α/τ); small ones stay on one; plans are the same for any N' },
     ...FOREST_FLAG_HELP,
   },
 });
@@ -45,6 +46,8 @@ export async function runServe(argv: string[]): Promise<number> {
     const x = values[k] as number | undefined;
     if (x !== undefined && !(x >= PARAM_MIN && x <= PARAM_MAX)) throw new UsageError(`--${k} must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${x}`);
   }
+  const threads = values.threads as number | undefined;
+  if (threads !== undefined && threads < 1) throw new UsageError(`--threads must be an integer >= 1, got ${threads}`);
   const maxBytes = (values['max-request-bytes'] as number | undefined) ?? DEFAULT_MAX_REQUEST_BYTES;
   if (maxBytes < 1024 || maxBytes > MAX_REQUEST_BYTES_LIMIT) throw new UsageError(`--max-request-bytes must be an integer in [1024, ${MAX_REQUEST_BYTES_LIMIT}], got ${maxBytes}`);
   const session = new LiveSession({
@@ -53,6 +56,7 @@ export async function runServe(argv: string[]): Promise<number> {
     params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
     allowUnknownFields: values['allow-unknown-fields'] === true,
     maxGroupSize: maxGroupSizeFlag(values),
+    ...(threads !== undefined ? { threads } : {}),
     onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
   });
 

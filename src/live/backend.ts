@@ -1,5 +1,5 @@
 import type { ScoreParams } from '../score/types.js';
-import { LiveCpuScorer } from './score-cpu.js';
+import { LiveCpuScorer, type LiveCpuOptions } from './score-cpu.js';
 import type { LiveStore } from './store.js';
 
 /**
@@ -16,15 +16,20 @@ export interface LiveBackend {
   destroy(): void;
 }
 
-/** The float64 reference, one group at a time. */
+/** The float64 reference: large re-scores split across worker threads (bit-identical), small ones on the calling thread. */
 export class CpuLiveBackend implements LiveBackend {
   readonly kind = 'cpu' as const;
-  private readonly scorer = new LiveCpuScorer();
+  readonly scorer: LiveCpuScorer;
+  constructor(options: LiveCpuOptions = {}) {
+    this.scorer = new LiveCpuScorer(options);
+  }
   attach(store: LiveStore): void {
     store.setSlabBoundary(0);
   }
-  async score(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void> {
-    this.scorer.score(store, params, parents, count);
+  score(store: LiveStore, params: ScoreParams, parents: Int32Array, count: number): Promise<void> {
+    return this.scorer.score(store, params, parents, count);
   }
-  destroy(): void {}
+  destroy(): void {
+    this.scorer.destroy();
+  }
 }

@@ -21,6 +21,12 @@ export interface CreateLiveForestOptions {
   onNotice?: (message: string) => void;
   /** Accept (and ignore) fields trees and nodes do not have; default false (an unknown field is an error naming it). */
   allowUnknownFields?: boolean;
+  /**
+   * Threads the CPU backend may use for a large re-score (a batch of new trees, every group
+   * after new α, τ or rule), the calling one included; the scores are the same for any number.
+   * Default: available parallelism.
+   */
+  threads?: number;
 }
 
 /**
@@ -31,7 +37,8 @@ export interface CreateLiveForestOptions {
 export async function createLiveForest(options: CreateLiveForestOptions): Promise<LiveForest> {
   const backend = await createLiveBackend(options);
   const auto = (options.backend ?? 'auto') === 'auto';
-  const recovery = auto ? { fallback: () => new CpuLiveBackend(), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
+  const cpu = options.threads === undefined ? {} : { threads: options.threads };
+  const recovery = auto ? { fallback: () => new CpuLiveBackend(cpu), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
     const live = new LiveForest(options.dim, backend, options.params, { ...recovery, allowUnknownFields: options.allowUnknownFields === true });
     if (options.maxGroupSize !== undefined) live.store.maxGroupSize = checkMaxGroupSize(options.maxGroupSize);
@@ -44,20 +51,21 @@ export async function createLiveForest(options: CreateLiveForestOptions): Promis
 
 async function createLiveBackend(options: CreateLiveForestOptions): Promise<LiveBackend> {
   const which = options.backend ?? 'auto';
-  if (which === 'cpu') return new CpuLiveBackend();
+  const cpu = options.threads === undefined ? {} : { threads: options.threads };
+  if (which === 'cpu') return new CpuLiveBackend(cpu);
   if (which === 'gpu') return GpuLiveBackend.create(options.gpu);
   if (options.gpu?.context === undefined) {
     const choice = await chooseAutoBackend();
     if (choice.backend === 'cpu') {
       options.onNotice?.(`live forest: ${choice.why}; re-scoring on the cpu`);
-      return new CpuLiveBackend();
+      return new CpuLiveBackend(cpu);
     }
     let context: GpuContext;
     try {
       context = await GpuContext.create({ adapter: choice.adapter });
     } catch (err) {
       options.onNotice?.(`live forest: the GPU could not be set up (${(err as Error).message}); re-scoring on the cpu`);
-      return new CpuLiveBackend();
+      return new CpuLiveBackend(cpu);
     }
     // Under auto the backend itself hands the forest to the CPU after an error the f32 kernels
     // cannot avoid (out-of-range values or α/τ, a non-finite output); a lost device is the forest's.

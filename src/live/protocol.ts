@@ -44,6 +44,8 @@ export interface SessionOptions {
   onNotice?: (message: string) => void;
   /** Accept (and ignore) fields nodes and trees do not have, as `--allow-unknown-fields` does for files. Default false. */
   allowUnknownFields?: boolean;
+  /** CPU threads for large re-scores (`createLiveForest`'s `threads`); default: available parallelism. */
+  threads?: number;
 }
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
@@ -361,6 +363,7 @@ export class LiveSession {
       this.creating = createLiveForest({
         dim, backend: this.options.backend ?? 'auto', params: this.params(), allowUnknownFields: this.allowUnknownFields,
         maxGroupSize: this.options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE,
+        ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
         ...(this.options.onNotice ? { onNotice: this.options.onNotice } : {}),
       });
     }

@@ -1,5 +1,8 @@
 import type { PackedForest } from '../forest/packed.js';
 import { CpuScratch, scoreGroupsCpu, type PairDistances } from '../score/cpu.js';
+import { CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from '../score/threads.js';
+import { OptionError } from '../util/errors.js';
+import { isShared, sharedArray } from '../util/shared.js';
 import type { ScoreParams, Scores } from '../score/types.js';
 import { MAX_CACHED_GROUP, type LiveStore } from './store.js';
 
@@ -17,14 +20,44 @@ import { MAX_CACHED_GROUP, type LiveStore } from './store.js';
  * store (`pairValues`, by parent row) and handed to the reference as its `PairDistances`
  * cache: a re-scored group reads no embedding at all, and its scores are the same bit for bit.
  */
+export interface LiveCpuOptions {
+  /** Threads a large re-score may use (the calling one included); default: available parallelism. */
+  threads?: number;
+  /** Estimated work (`scoringCost` units) from which the threads are used; default `PARALLEL_MIN_COST`. */
+  minParallelCost?: number;
+}
+
 export class LiveCpuScorer {
   private readonly scratch = new CpuScratch();
-  private groupOffset = new Int32Array(1);
-  private groupChild = new Int32Array(0);
-  private intensity = new Float64Array(0);
-  private readonly pairs: PairDistances = { values: new Float64Array(0), offset: new Int32Array(0), known: new Uint8Array(0) };
+  // The window's arrays are in shared memory, like the store's columns: worker threads read
+  // and write them in place.
+  private groupOffset = sharedArray(Int32Array, 1);
+  private groupChild = sharedArray(Int32Array, 0);
+  private intensity = sharedArray(Float64Array, 0);
+  private readonly pairs: PairDistances = { values: new Float64Array(0), offset: sharedArray(Int32Array, 0), known: sharedArray(Uint8Array, 0) };
+  readonly threads: number;
+  private readonly minParallelCost: number;
+  private pool: CpuWorkerPool | undefined;
 
-  score(store: LiveStore, params: ScoreParams, parents: ArrayLike<number>, count: number): void {
+  constructor(options: LiveCpuOptions = {}) {
+    const threads = options.threads ?? defaultThreads();
+    if (!Number.isInteger(threads) || threads < 1) throw new OptionError(`threads must be an integer >= 1, got ${threads}`);
+    this.threads = threads;
+    this.minParallelCost = options.minParallelCost ?? PARALLEL_MIN_COST;
+  }
+
+  /** Chunks of groups the worker threads scored (0 while every re-score stayed on the calling thread). */
+  get workerChunks(): number {
+    return this.pool?.chunksOnWorkers ?? 0;
+  }
+
+  /**
+   * Scores the listed groups: on the calling thread, or — when there is enough work (a batch
+   * of new trees, every group after a change of α, τ or rule) — split across worker threads,
+   * each running the same `scoreGroupsCpu` on its share of the window, so the scores and
+   * cached distances are the same bit for bit.
+   */
+  async score(store: LiveStore, params: ScoreParams, parents: ArrayLike<number>, count: number): Promise<void> {
     const { childStart, childCount, child, pairKnown } = store;
     let rows = 0, need = 0;
     for (let q = 0; q < count; q++) {
@@ -56,13 +89,21 @@ export class LiveCpuScorer {
     // Only the fields scoreGroupsCpu reads for groups [0, count): the window is not a whole forest.
     const window = {
       dim: store.dim, embedding: store.embedding, reward: store.reward, visits: store.visits,
-      uncertainty: store.uncertainty, groupOffset, groupChild,
+      uncertainty: store.uncertainty, groupOffset, groupChild, groupCount: count,
     } as unknown as PackedForest;
     const out: Scores = {
       contrast: store.contrast, weight: store.weight, gradAlpha: store.gradAlpha, gradTau: store.gradTau,
       intensity: this.intensity, params, backend: 'cpu',
     };
-    scoreGroupsCpu(window, params, out, 0, count, this.scratch, pairs);
+    const cost = this.threads > 1 && count > 1 ? scoringCost(window) : 0;
+    if (cost >= this.minParallelCost && cost > 0 && allShared(window, out, pairs)) {
+      this.pool ??= new CpuWorkerPool(this.threads - 1);
+      const scratch = this.scratch;
+      await this.pool.score(window, params, out, (g0, g1) => scoreGroupsCpu(window, params, out, g0, g1, scratch, pairs), cost,
+        { values: pairs.values, offset: pairs.offset, known: pairs.known });
+    } else {
+      scoreGroupsCpu(window, params, out, 0, count, this.scratch, pairs);
+    }
 
     const intensity = store.intensity, groupIntensity = this.intensity;
     for (let q = 0; q < count; q++) {
@@ -72,14 +113,27 @@ export class LiveCpuScorer {
     }
   }
 
+  /** Terminates the worker threads (started on the first large re-score). */
+  destroy(): void {
+    this.pool?.destroy();
+    this.pool = undefined;
+  }
+
   private ensure(groups: number, rows: number): void {
     if (this.groupOffset.length < groups + 1) {
       const n = Math.max(groups + 1, this.groupOffset.length * 2);
-      this.groupOffset = new Int32Array(n);
-      this.intensity = new Float64Array(n);
-      this.pairs.offset = new Int32Array(n);
-      this.pairs.known = new Uint8Array(n);
+      this.groupOffset = sharedArray(Int32Array, n);
+      this.intensity = sharedArray(Float64Array, n);
+      this.pairs.offset = sharedArray(Int32Array, n);
+      this.pairs.known = sharedArray(Uint8Array, n);
     }
-    if (this.groupChild.length < rows) this.groupChild = new Int32Array(Math.max(rows, this.groupChild.length * 2));
+    if (this.groupChild.length < rows) this.groupChild = sharedArray(Int32Array, Math.max(rows, this.groupChild.length * 2));
   }
+}
+
+/** Whether every array the workers touch is in shared memory (else the call stays on this thread: a copy would lose the writes). */
+function allShared(window: PackedForest, out: Scores, pairs: PairDistances): boolean {
+  const views = [window.embedding, window.reward, window.visits, window.uncertainty, window.groupOffset, window.groupChild,
+    out.contrast, out.weight, out.gradAlpha, out.gradTau, out.intensity, pairs.values, pairs.offset, pairs.known];
+  return views.every((v) => isShared(v as ArrayBufferView));
 }

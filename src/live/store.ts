@@ -3,6 +3,7 @@ import type { NodeInput, TreeInput } from '../forest/input.js';
 import { checkGroupSizes, groupSizeError } from '../forest/limits.js';
 import { checkKnownFields, NODE_FIELDS, packForest, treeIdOf, type PackedForest } from '../forest/packed.js';
 import { grownClass, SlabAllocator, slabClass } from './slab.js';
+import { sharedArray } from '../util/shared.js';
 
 /** Which part of a request went wrong, for the protocol's error codes. */
 export type LiveErrorCode = 'unknown_tree' | 'unknown_node' | 'duplicate_tree' | 'invalid_value';
@@ -95,7 +96,7 @@ export class LiveStore {
   pairStart = new Int32Array(0);
   pairCap = new Int32Array(0);
   pairKnown = new Uint8Array(0);
-  pairValues = new Float64Array(0);
+  pairValues = sharedArray(Float64Array, 0);
   private pairTop = 0;
   /** Parent rows marked dirty since the last rescore (may hold stale or repeated rows; `dirty` decides). */
   dirtyGroups: number[] = [];
@@ -219,7 +220,8 @@ export class LiveStore {
     let rows = 0;
     for (let t = 0; t < forest.treeCount; t++) rows += slabClass(forest.treeOffset[t + 1] - forest.treeOffset[t]);
     const needed = this.slabs.top + rows;
-    if (needed > this.capacity) this.grow(needed + (this.slabs.boundary > 0 ? needed >> 3 : 0));
+    // At least doubling, as tree by tree: batch after batch must not copy the columns every time.
+    if (needed > this.capacity) this.grow(Math.max(needed + (this.slabs.boundary > 0 ? needed >> 3 : 0), this.capacity * 2));
     const slots: number[] = [];
     for (let t = 0; t < forest.treeCount; t++) slots.push(this.placeTree(forest, t, forest.treeIds[t]));
     return slots;
@@ -458,7 +460,7 @@ export class LiveStore {
     const { pairStart, pairCap, pairKnown } = this;
     let used = 0;
     for (let r = 0; r < this.capacity; r++) if (pairKnown[r]) used += pairCap[r];
-    const next = new Float64Array(Math.max(1024, 2 * (used + need)));
+    const next = sharedArray(Float64Array, Math.max(1024, 2 * (used + need)));
     let top = 0;
     for (let r = 0; r < this.capacity; r++) {
       const cap = pairCap[r];
@@ -572,16 +574,17 @@ export class LiveStore {
   /** Geometric growth of every row column (amortised O(1) per appended row). */
   private grow(rows: number): void {
     const cap = Math.max(rows, MIN_ROWS);
-    const f64 = (a: Float64Array, fill = 0) => { const b = new Float64Array(cap).fill(fill); b.set(a); return b; };
-    const i32 = (a: Int32Array, fill = 0) => { const b = new Int32Array(cap).fill(fill); b.set(a); return b; };
-    const u8 = (a: Uint8Array) => { const b = new Uint8Array(cap); b.set(a); return b; };
+    // Columns live in shared memory, so the CPU backend's worker threads score in place.
+    const f64 = (a: Float64Array, fill = 0) => { const b = sharedArray(Float64Array, cap).fill(fill); b.set(a); return b; };
+    const i32 = (a: Int32Array, fill = 0) => { const b = sharedArray(Int32Array, cap).fill(fill); b.set(a); return b; };
+    const u8 = (a: Uint8Array) => { const b = sharedArray(Uint8Array, cap); b.set(a); return b; };
     this.rowTree = i32(this.rowTree, -1);
     this.parentRow = i32(this.parentRow, -1);
     this.reward = f64(this.reward);
     this.visits = f64(this.visits);
     this.uncertainty = f64(this.uncertainty);
     this.terminal = u8(this.terminal);
-    const e = new Float64Array(cap * this.dim); e.set(this.embedding); this.embedding = e;
+    const e = sharedArray(Float64Array, cap * this.dim); e.set(this.embedding); this.embedding = e;
     this.childStart = i32(this.childStart);
     this.childCount = i32(this.childCount);
     this.child = i32(this.child);

@@ -22,7 +22,7 @@ port.on('message', (job: ScoreJob) => {
     const chunks = bounds.length - 1;
     let done = 0;
     for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1)) {
-      scoreGroupsCpu(forest, job.params, out, bounds[c], bounds[c + 1], scratch);
+      scoreGroupsCpu(forest, job.params, out, bounds[c], bounds[c + 1], scratch, job.pairs);
       done++;
     }
     reply = { id: job.id, ok: true, chunks: done };

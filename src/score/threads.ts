@@ -65,6 +65,8 @@ export interface ScoreJob {
   bounds: Int32Array;
   /** Shared counter: the next chunk to take (`Atomics.add`). */
   next: Int32Array;
+  /** A pair-distance cache to read and fill (`PairDistances`, arrays in shared memory): live forests. */
+  pairs?: { values: Float64Array; offset: Int32Array; known: Uint8Array };
 }
 
 export type WorkerReply = { id: number; ok: true; chunks: number } | { id: number; ok: false; message: string };
@@ -144,13 +146,16 @@ export class CpuWorkerPool {
    * when every chunk is done. A worker still starting up when the queue runs dry is not waited
    * for (it finds the queue empty), so the first call never pays the workers' start-up alone.
    */
-  async score(forest: PackedForest, params: ScoreParams, out: Scores, scoreHere: (groupStart: number, groupEnd: number) => void, total?: number): Promise<void> {
+  async score(
+    forest: PackedForest, params: ScoreParams, out: Scores, scoreHere: (groupStart: number, groupEnd: number) => void, total?: number,
+    pairs?: ScoreJob['pairs'],
+  ): Promise<void> {
     if (this.destroyed) throw new Error('this CpuScorer was destroyed');
     const workers = this.workers.length === this.size ? this.workers : await this.start();
     const bounds = splitGroups(forest, (this.size + 1) * CHUNKS_PER_THREAD, total);
     const next = new Int32Array(new SharedArrayBuffer(4));
     const id = this.nextId++;
-    const job: ScoreJob = { id, forest: shareForest(forest), params, out: outputFields(out), bounds, next };
+    const job: ScoreJob = { id, forest: shareForest(forest), params, out: outputFields(out), bounds, next, ...(pairs ? { pairs } : {}) };
     const chunks = bounds.length - 1;
     const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: chunks, resolve, reject }));
     for (const w of workers) { w.ref(); w.postMessage(job); }
