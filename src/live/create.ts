@@ -69,11 +69,11 @@ async function createLiveBackend(options: CreateLiveForestOptions): Promise<Live
     }
     // Under auto the backend itself hands the forest to the CPU after an error the f32 kernels
     // cannot avoid (out-of-range values or α/τ, a non-finite output); a lost device is the forest's.
-    const gpu = GpuLiveBackend.adopt(context, options.gpu ?? {}, options.onNotice ? { onNotice: options.onNotice } : {});
+    const gpu = GpuLiveBackend.adopt(context, options.gpu ?? {}, { ...(options.onNotice ? { onNotice: options.onNotice } : {}), ...(options.threads !== undefined ? { cpuThreads: options.threads } : {}) });
     options.onNotice?.(`live forest: re-scoring on the gpu (${context.adapterName})`);
     return gpu;
   }
-  const gpu = await GpuLiveBackend.create(options.gpu, options.onNotice ? { onNotice: options.onNotice } : {});
+  const gpu = await GpuLiveBackend.create(options.gpu, { ...(options.onNotice ? { onNotice: options.onNotice } : {}), ...(options.threads !== undefined ? { cpuThreads: options.threads } : {}) });
   options.onNotice?.(`live forest: re-scoring on the gpu (${gpu.context.adapterName})`);
   return gpu;
 }

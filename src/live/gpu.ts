@@ -45,6 +45,8 @@ interface DeviceChunk {
 /** Under `backend: 'auto'` (set by `createLiveForest`): hand the forest to the CPU after a fallback error. */
 export interface GpuLiveRecovery {
   onNotice?: (message: string) => void;
+  /** Threads of the CPU backend the forest is handed to (default: available parallelism). */
+  cpuThreads?: number;
 }
 
 /**
@@ -124,7 +126,7 @@ export class GpuLiveBackend implements LiveBackend {
    */
   private async handToCpu(store: LiveStore, params: ScoreParams, err: Error): Promise<void> {
     this.releaseDevice();
-    const cpu = new CpuLiveBackend();
+    const cpu = new CpuLiveBackend(this.recovery?.cpuThreads === undefined ? {} : { threads: this.recovery.cpuThreads });
     this.cpu = cpu;
     store.trackChanges = false;
     store.changedSpans = [];
