@@ -244,7 +244,25 @@ describe('the cpu live backend on several threads', () => {
     two.destroy();
   });
 
-  it('refuses a thread count that is not an integer >= 1', async () => {
-    await expect(createLiveForest({ dim: 2, backend: 'cpu', threads: 0 })).rejects.toThrow('threads must be an integer >= 1');
+  it('refuses a thread count that is not an integer >= 1, whatever the backend', async () => {
+    for (const backend of ['cpu', 'auto', 'gpu'] as const) {
+      await expect(createLiveForest({ dim: 2, backend, threads: 0 })).rejects.toThrow('threads must be an integer >= 1');
+      await expect(createLiveForest({ dim: 2, backend, threads: 1.5 })).rejects.toThrow('threads must be an integer >= 1');
+    }
+  });
+
+  it('refuses changes while a rescore is in flight, and runs overlapping plans one after the other', async () => {
+    const live = await createLiveForest({ dim: 64, backend: 'cpu', threads: 2 });
+    live.addForest(generateForest({ trees: 200, dim: 64, seed: 32 }));
+    const first = live.plan({ budget: 5 });
+    // The re-score of 200 new trees is on the worker threads (or awaiting them): no change may slip in.
+    expect(() => live.addNodes('t3', [{ parent: 0, embedding: new Array(64).fill(0.25) }])).toThrow('while a rescore or plan is in flight');
+    expect(() => live.update({ tree: 't3', node: 1, reward: 1, visits: 2 })).toThrow('while a rescore or plan is in flight');
+    expect(() => live.setParams({ alpha: 0.5 })).toThrow('while a rescore or plan is in flight');
+    const second = live.plan({ budget: 5 });
+    await Promise.all([first, second]);
+    live.update({ tree: 't3', node: 1, reward: 1, visits: 2 }); // accepted once idle
+    await checkLiveAgainstScratch(live, { budget: 5 }, { exact: true });
+    live.destroy();
   });
 });

@@ -1,4 +1,5 @@
 import { GpuContext } from '../gpu/context.js';
+import { OptionError } from '../util/errors.js';
 import { chooseAutoBackend, type Backend } from '../score/select.js';
 import { checkMaxGroupSize } from '../forest/limits.js';
 import { GpuUnavailableError } from '../gpu/errors.js';
@@ -35,6 +36,9 @@ export interface CreateLiveForestOptions {
  * the f32 kernels cannot score it faithfully (`isCpuFallbackError`).
  */
 export async function createLiveForest(options: CreateLiveForestOptions): Promise<LiveForest> {
+  // Checked here, not where a CPU backend is built: under auto that may be much later, after a GPU error.
+  const t = options.threads;
+  if (t !== undefined && (!Number.isInteger(t) || t < 1)) throw new OptionError(`threads must be an integer >= 1, got ${t}`);
   const backend = await createLiveBackend(options);
   const auto = (options.backend ?? 'auto') === 'auto';
   const cpu = options.threads === undefined ? {} : { threads: options.threads };

@@ -45,6 +45,8 @@ export class LiveForest {
   private params: ScoreParams;
   private dirtyScratch = new Int32Array(0);
   private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
+  /** The rescore in flight, if any. */
+  private rescoring: Promise<number> | undefined;
   private planned = false;
   /** Set by `planShard`: the global total and top-level unallocated its plan reports. */
   private sharded: { totalBudget: number; unallocated: number } | undefined;
@@ -76,6 +78,7 @@ export class LiveForest {
   hasTree(id: string): boolean { return this.store.hasTree(id); }
 
   addTree(tree: TreeInput): string {
+    this.checkIdle('add a tree');
     const slot = this.store.addTree(tree);
     this.planner.forget(slot);
     return this.store.slotId[slot];
@@ -83,30 +86,36 @@ export class LiveForest {
 
   /** Adds every tree of a packed forest (e.g. a loaded file or a synthetic batch). */
   addForest(forest: PackedForest): void {
+    this.checkIdle('add trees');
     for (const slot of this.store.addForest(forest)) this.planner.forget(slot);
   }
 
   /** Appends nodes to a tree; returns the index of the first new node. */
   addNodes(treeId: string, nodes: readonly NodeInput[]): number {
+    this.checkIdle('add nodes');
     return this.store.addNodes(treeId, nodes);
   }
 
   update(updates: NodeUpdate | readonly NodeUpdate[]): void {
+    this.checkIdle('update nodes');
     this.store.update(Array.isArray(updates) ? updates : [updates as NodeUpdate]);
   }
 
   /** Records a finished rollout along `path` (root first) or up to `leaf`. */
   finishRollout(treeId: string, route: { path: readonly number[] } | { leaf: number }, reward: number): void {
+    this.checkIdle('record a rollout');
     const path = 'path' in route ? route.path : this.store.pathTo(treeId, route.leaf);
     this.store.finishRollout(treeId, path, reward);
   }
 
   removeTree(treeId: string): void {
+    this.checkIdle('remove a tree');
     this.store.removeTree(treeId);
   }
 
   /** Changes α, τ or the rule: every group's scores change. */
   setParams(params: Partial<ScoreParams>): void {
+    this.checkIdle('change the parameters');
     const next = resolveParams({ ...this.params, ...params });
     if (next.alpha === this.params.alpha && next.tau === this.params.tau && next.rule === this.params.rule) return;
     this.params = next;
@@ -122,8 +131,28 @@ export class LiveForest {
     return n;
   }
 
-  /** Re-scores the dirty groups on the backend; returns how many. */
+  /**
+   * Re-scores the dirty groups on the backend; returns how many. Calls in flight at once run
+   * one after the other. While one runs (on worker threads or the GPU), the forest refuses
+   * changes: they would mix into groups being scored (`await` the rescore or plan first).
+   */
   async rescore(): Promise<number> {
+    while (this.rescoring !== undefined) await this.rescoring.catch(() => {});
+    const run = this.rescoreNow();
+    this.rescoring = run;
+    try {
+      return await run;
+    } finally {
+      if (this.rescoring === run) this.rescoring = undefined;
+    }
+  }
+
+  /** Throws if a rescore is in flight (see `rescore`). */
+  private checkIdle(change: string): void {
+    if (this.rescoring !== undefined) throw new Error(`cannot ${change} while a rescore or plan is in flight: await it first`);
+  }
+
+  private async rescoreNow(): Promise<number> {
     const s = this.store;
     const list = s.dirtyGroups;
     if (this.dirtyScratch.length < list.length) this.dirtyScratch = new Int32Array(Math.max(list.length, this.dirtyScratch.length * 2));
@@ -152,7 +181,7 @@ export class LiveForest {
       this.backendNow.attach(s);
       this.recovery.onNotice?.(`live forest: ${err.message}; re-scoring on the ${this.backendNow.kind} from now on`);
       s.markAllDirty();
-      return this.rescore();
+      return this.rescoreNow();
     }
     this.planner.rescored(parents, count);
     this.counters.rescores++;

@@ -38,6 +38,7 @@ export class LiveCpuScorer {
   readonly threads: number;
   private readonly minParallelCost: number;
   private pool: CpuWorkerPool | undefined;
+  private staged: { contrast: Float64Array; weight: Float64Array; gradAlpha: Float64Array; gradTau: Float64Array } | undefined;
 
   constructor(options: LiveCpuOptions = {}) {
     const threads = options.threads ?? defaultThreads();
@@ -97,10 +98,23 @@ export class LiveCpuScorer {
     };
     const cost = this.threads > 1 && count > 1 ? scoringCost(window) : 0;
     if (cost >= this.minParallelCost && cost > 0 && allShared(window, out, pairs)) {
+      // The threads write into scratch columns, copied into the store only once all are done:
+      // whatever reads the store while they run (a plan whose re-score just finished) sees
+      // whole old or whole new scores, never half of a group.
+      const staged = this.stagedOutputs(store.capacity, params);
       this.pool ??= new CpuWorkerPool(this.threads - 1);
       const scratch = this.scratch;
-      await this.pool.score(window, params, out, (g0, g1) => scoreGroupsCpu(window, params, out, g0, g1, scratch, pairs), cost,
+      await this.pool.score(window, params, staged, (g0, g1) => scoreGroupsCpu(window, params, staged, g0, g1, scratch, pairs), cost,
         { values: pairs.values, offset: pairs.offset, known: pairs.known });
+      for (let q = 0; q < count; q++) {
+        for (let i = groupOffset[q]; i < groupOffset[q + 1]; i++) {
+          const row = groupChild[i];
+          out.contrast[row] = staged.contrast[row];
+          out.weight[row] = staged.weight[row];
+          out.gradAlpha[row] = staged.gradAlpha[row];
+          out.gradTau[row] = staged.gradTau[row];
+        }
+      }
     } else {
       scoreGroupsCpu(window, params, out, 0, count, this.scratch, pairs);
     }
@@ -113,10 +127,21 @@ export class LiveCpuScorer {
     }
   }
 
+  /** Shared per-row output columns for threaded re-scores, as long as the store's. */
+  private stagedOutputs(rows: number, params: ScoreParams): Scores {
+    let st = this.staged;
+    if (st === undefined || st.contrast.length < rows) {
+      st = { contrast: sharedArray(Float64Array, rows), weight: sharedArray(Float64Array, rows), gradAlpha: sharedArray(Float64Array, rows), gradTau: sharedArray(Float64Array, rows) };
+      this.staged = st;
+    }
+    return { ...st, intensity: this.intensity, params, backend: 'cpu' };
+  }
+
   /** Terminates the worker threads (started on the first large re-score). */
   destroy(): void {
     this.pool?.destroy();
     this.pool = undefined;
+    this.staged = undefined;
   }
 
   private ensure(groups: number, rows: number): void {

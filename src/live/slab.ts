@@ -52,6 +52,11 @@ export class SlabAllocator {
     return start;
   }
 
+  /** Freed slabs of exactly `size` rows that `take` would hand out before growing `top`. */
+  freeSlabs(size: number): number {
+    return this.free.get(size)?.length ?? 0;
+  }
+
   give(start: number, size: number): void {
     let list = this.free.get(size);
     if (list === undefined) { list = []; this.free.set(size, list); }

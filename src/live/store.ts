@@ -217,8 +217,14 @@ export class LiveStore {
     // Room for the whole batch at once: growing tree by tree doubles the columns a dozen times
     // on a W1-sized batch, each time copying every column (the embeddings too) — that was more
     // than half of add-columns. Slab padding at device chunk boundaries may still need one more.
+    // Trees that freed slabs of their size class will take cost no new rows.
+    const perClass = new Map<number, number>();
+    for (let t = 0; t < forest.treeCount; t++) {
+      const c = slabClass(forest.treeOffset[t + 1] - forest.treeOffset[t]);
+      perClass.set(c, (perClass.get(c) ?? 0) + 1);
+    }
     let rows = 0;
-    for (let t = 0; t < forest.treeCount; t++) rows += slabClass(forest.treeOffset[t + 1] - forest.treeOffset[t]);
+    for (const [c, n] of perClass) rows += c * Math.max(0, n - this.slabs.freeSlabs(c));
     const needed = this.slabs.top + rows;
     // At least doubling, as tree by tree: batch after batch must not copy the columns every time.
     if (needed > this.capacity) this.grow(Math.max(needed + (this.slabs.boundary > 0 ? needed >> 3 : 0), this.capacity * 2));
