@@ -2,13 +2,11 @@ import { splitsContrast, type ScoreParams } from '../score/types.js';
 import type { GpuContext } from './context.js';
 import { embStride, OUT_BYTES, WORK_BYTES, type WorkLists } from './layout.js';
 
-/** The input buffers of one chunk, already on the device. */
+/** The input buffers of one chunk, already on the device (bound whole: kernels read only the slots their work lists name). */
 export interface ChunkInputs {
   f16: boolean;
   feat: GPUBuffer;
-  featBytes: number;
   emb: GPUBuffer;
-  embBytes: number;
 }
 
 export interface Pipelines {
@@ -101,6 +99,7 @@ interface Encoded {
  * so concurrent calls never share an output buffer.
  */
 export function submitChunks(ctx: GpuContext, pipes: Pipelines, dim: number, jobs: readonly ChunkJob[], params: ScoreParams): Promise<ChunkOutputs>[] {
+  if (jobs.length === 0) return [];
   const { device } = ctx;
   const encoded: Encoded[] = [];
   const submitted = ctx.guard('scoring a chunk', () => {

@@ -229,7 +229,7 @@ export class ResidentForest {
       from = to;
     }
     // Every chunk's dispatches in one submission.
-    const pending = jobs.length > 0 ? submitChunks(this.ctx, pipes, f.dim, jobs, resolved) : [];
+    const pending = submitChunks(this.ctx, pipes, f.dim, jobs, resolved);
     const submittedAt = performance.now();
     const outputs = await Promise.all(pending);
 
@@ -267,7 +267,7 @@ export class ResidentForest {
     const pipes = await loadPipelines(this.ctx, this.f16);
     const prepared = prepareForest(this.forest, this.f16, this.maxChunkBytes, this.route);
     const jobs = this.states.map((s): ChunkJob => ({ inputs: s, ...wholeChunkWork(this.forest, prepared[s.chunk.index], this.route), affinity: s }));
-    const pending = jobs.length > 0 ? submitChunks(this.ctx, pipes, this.forest.dim, jobs, resolved) : [];
+    const pending = submitChunks(this.ctx, pipes, this.forest.dim, jobs, resolved);
     const submittedAt = performance.now();
     const outputs = await Promise.all(pending);
     const scores = emptyScores(this.forest, resolved);
@@ -389,7 +389,7 @@ function uploadChunk(ctx: GpuContext, dim: number, p: PreparedChunk, f16: boolea
     const featBytes = Math.max(FEAT_BYTES, sizes.feat);
     const feat = ctx.pool.acquire(featBytes, S.STORAGE | S.COPY_DST, 'feat', p);
     const emb = ctx.pool.acquire(sizes.emb, S.STORAGE | S.COPY_DST, 'emb', p);
-    state = { chunk, f16, feat, featBytes, emb, embBytes: sizes.emb };
+    state = { chunk, f16, feat, emb };
     const q = ctx.device.queue;
     q.writeBuffer(feat, 0, features);
     q.writeBuffer(emb, 0, e.buffer, e.byteOffset, Math.min(e.byteLength, sizes.emb));

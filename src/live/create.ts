@@ -1,5 +1,5 @@
 import { GpuContext } from '../gpu/context.js';
-import { OptionError } from '../util/errors.js';
+import { checkThreads } from '../score/threads.js';
 import { chooseAutoBackend, type Backend } from '../score/select.js';
 import { checkMaxGroupSize } from '../forest/limits.js';
 import { GpuUnavailableError } from '../gpu/errors.js';
@@ -37,11 +37,10 @@ export interface CreateLiveForestOptions {
  */
 export async function createLiveForest(options: CreateLiveForestOptions): Promise<LiveForest> {
   // Checked here, not where a CPU backend is built: under auto that may be much later, after a GPU error.
-  const t = options.threads;
-  if (t !== undefined && (!Number.isInteger(t) || t < 1)) throw new OptionError(`threads must be an integer >= 1, got ${t}`);
+  if (options.threads !== undefined) checkThreads(options.threads);
   const backend = await createLiveBackend(options);
   const auto = (options.backend ?? 'auto') === 'auto';
-  const cpu = options.threads === undefined ? {} : { threads: options.threads };
+  const cpu = cpuOptions(options);
   const recovery = auto ? { fallback: () => new CpuLiveBackend(cpu), ...(options.onNotice ? { onNotice: options.onNotice } : {}) } : {};
   try {
     const live = new LiveForest(options.dim, backend, options.params, { ...recovery, allowUnknownFields: options.allowUnknownFields === true });
@@ -55,7 +54,9 @@ export async function createLiveForest(options: CreateLiveForestOptions): Promis
 
 async function createLiveBackend(options: CreateLiveForestOptions): Promise<LiveBackend> {
   const which = options.backend ?? 'auto';
-  const cpu = options.threads === undefined ? {} : { threads: options.threads };
+  const cpu = cpuOptions(options);
+  // Under auto the GPU backend hands the forest to a CPU backend of these threads after an error.
+  const recovery = { ...(options.onNotice ? { onNotice: options.onNotice } : {}), ...(cpu.threads !== undefined ? { cpuThreads: cpu.threads } : {}) };
   if (which === 'cpu') return new CpuLiveBackend(cpu);
   if (which === 'gpu') return GpuLiveBackend.create(options.gpu);
   if (options.gpu?.context === undefined) {
@@ -73,11 +74,16 @@ async function createLiveBackend(options: CreateLiveForestOptions): Promise<Live
     }
     // Under auto the backend itself hands the forest to the CPU after an error the f32 kernels
     // cannot avoid (out-of-range values or α/τ, a non-finite output); a lost device is the forest's.
-    const gpu = GpuLiveBackend.adopt(context, options.gpu ?? {}, { ...(options.onNotice ? { onNotice: options.onNotice } : {}), ...(options.threads !== undefined ? { cpuThreads: options.threads } : {}) });
+    const gpu = GpuLiveBackend.adopt(context, options.gpu ?? {}, recovery);
     options.onNotice?.(`live forest: re-scoring on the gpu (${context.adapterName})`);
     return gpu;
   }
-  const gpu = await GpuLiveBackend.create(options.gpu, { ...(options.onNotice ? { onNotice: options.onNotice } : {}), ...(options.threads !== undefined ? { cpuThreads: options.threads } : {}) });
+  const gpu = await GpuLiveBackend.create(options.gpu, recovery);
   options.onNotice?.(`live forest: re-scoring on the gpu (${gpu.context.adapterName})`);
   return gpu;
+}
+
+/** The CPU backend's options from the forest's. */
+function cpuOptions(options: CreateLiveForestOptions): { threads?: number } {
+  return options.threads === undefined ? {} : { threads: options.threads };
 }

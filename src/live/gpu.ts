@@ -165,13 +165,13 @@ export class GpuLiveBackend implements LiveBackend {
     for (const [c, groups] of perChunk) {
       const { lists, outSlots: o, outStart } = planWork(groups.length, (i) => store.childStart[groups[i]] - c * CS, (i) => store.childCount[groups[i]], resolveRoute('auto', this.context.cpuEmulated), store.dim);
       const chunk = this.chunks[c];
-      const inputs = { f16: false, feat: chunk.feat, featBytes: chunk.cap * FEAT_BYTES, emb: chunk.emb, embBytes: chunk.emb.size };
+      const inputs = { f16: false, feat: chunk.feat, emb: chunk.emb };
       runs.push({ groups, outStart, outSlots: o });
       jobs.push({ inputs, lists, outSlots: o, affinity: chunk.key });
       this.stats.dispatches++;
     }
     // Every dirty chunk's dispatches in one submission.
-    const outputs = jobs.length > 0 ? await Promise.all(submitChunks(this.context, this.pipes, store.dim, jobs, params)) : [];
+    const outputs = await Promise.all(submitChunks(this.context, this.pipes, store.dim, jobs, params));
 
     // The safety net before anything reaches the store: `x·0` is NaN exactly for NaN and ±∞.
     runs.forEach((run, r) => {

@@ -1,10 +1,16 @@
 import type { PackedForest } from '../forest/packed.js';
 import { CpuScratch, scoreGroupsCpu, type PairDistances } from '../score/cpu.js';
-import { CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from '../score/threads.js';
-import { OptionError } from '../util/errors.js';
+import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from '../score/threads.js';
 import { isShared, sharedArray } from '../util/shared.js';
 import type { ScoreParams, Scores } from '../score/types.js';
 import { MAX_CACHED_GROUP, type LiveStore } from './store.js';
+
+export interface LiveCpuOptions {
+  /** Threads a large re-score may use (the calling one included); default: available parallelism. */
+  threads?: number;
+  /** Estimated work (`scoringCost` units) from which the threads are used; default `PARALLEL_MIN_COST`. */
+  minParallelCost?: number;
+}
 
 /**
  * Re-scores sibling groups of a live store (named by parent row) with the float64 reference
@@ -13,20 +19,14 @@ import { MAX_CACHED_GROUP, type LiveStore } from './store.js';
  * The listed groups are gathered into one window: the reference reads group q as
  * `groupChild[groupOffset[q] .. groupOffset[q+1])`, so the window's `groupChild` holds the
  * groups' child rows back to back, and one call scores them all; per-row outputs land directly
- * in the store's score columns (rows are store rows), intensities are scattered to the parents.
+ * in the store's score columns (rows are store rows; staged first when worker threads score),
+ * intensities are scattered to the parents.
  *
  * Pair distances depend on embeddings only and a live forest changes rewards, visits and
  * uncertainties far more often than it adds nodes, so each group's distances are kept in the
  * store (`pairValues`, by parent row) and handed to the reference as its `PairDistances`
  * cache: a re-scored group reads no embedding at all, and its scores are the same bit for bit.
  */
-export interface LiveCpuOptions {
-  /** Threads a large re-score may use (the calling one included); default: available parallelism. */
-  threads?: number;
-  /** Estimated work (`scoringCost` units) from which the threads are used; default `PARALLEL_MIN_COST`. */
-  minParallelCost?: number;
-}
-
 export class LiveCpuScorer {
   private readonly scratch = new CpuScratch();
   // The window's arrays are in shared memory, like the store's columns: worker threads read
@@ -41,9 +41,7 @@ export class LiveCpuScorer {
   private staged: { contrast: Float64Array; weight: Float64Array; gradAlpha: Float64Array; gradTau: Float64Array } | undefined;
 
   constructor(options: LiveCpuOptions = {}) {
-    const threads = options.threads ?? defaultThreads();
-    if (!Number.isInteger(threads) || threads < 1) throw new OptionError(`threads must be an integer >= 1, got ${threads}`);
-    this.threads = threads;
+    this.threads = checkThreads(options.threads ?? defaultThreads());
     this.minParallelCost = options.minParallelCost ?? PARALLEL_MIN_COST;
   }
 

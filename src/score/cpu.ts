@@ -1,7 +1,7 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
-import { OptionError, ScorerDestroyedError } from '../util/errors.js';
+import { ScorerDestroyedError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
-import { CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
+import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
 import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
@@ -215,9 +215,7 @@ export class CpuScorer implements Scorer {
   private pool: CpuWorkerPool | undefined;
 
   constructor(options: CpuScorerOptions = {}) {
-    const threads = options.threads ?? defaultThreads();
-    if (!Number.isInteger(threads) || threads < 1) throw new OptionError(`threads must be an integer >= 1, got ${threads}`);
-    this.threads = threads;
+    this.threads = checkThreads(options.threads ?? defaultThreads());
     this.minParallelCost = options.minParallelCost ?? PARALLEL_MIN_COST;
   }
 

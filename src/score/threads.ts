@@ -4,8 +4,15 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { PackedForest } from '../forest/packed.js';
+import { OptionError } from '../util/errors.js';
 import { toShared } from '../util/shared.js';
 import type { ScoreParams, Scores } from './types.js';
+
+/** `threads` itself when it is an integer >= 1 (a thread count option), else an `OptionError`. */
+export function checkThreads(threads: number): number {
+  if (!Number.isInteger(threads) || threads < 1) throw new OptionError(`threads must be an integer >= 1, got ${threads}`);
+  return threads;
+}
 
 /** Threads the CPU scorer uses by default: every core the process may run on. */
 export function defaultThreads(): number {
