@@ -9,7 +9,7 @@ import { GpuScorer } from '../src/gpu/scorer.js';
 import { createLiveForest } from '../src/live/create.js';
 import { liveScoresOn, snapshotLive } from '../src/live/snapshot.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import { createScorer } from '../src/score/select.js';
+import { createScorer } from '../src/backend/select.js';
 import type { ScoreParams, Scorer } from '../src/score/types.js';
 import { deviation, forestOf, gpuDescribe, withinTolerance } from './gpu-support.js';
 

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allocate, type Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
-import { createScorer } from '../score/select.js';
+import { createScorer } from '../backend/select.js';
 import type { Scores } from '../score/types.js';
 import { generateForest } from '../synth/generate.js';
 import { writeTreeView } from '../viz/write.js';

@@ -1,6 +1,6 @@
 import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
-import type { Backend } from '../score/select.js';
+import type { Backend } from '../backend/select.js';
 import type { ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
 

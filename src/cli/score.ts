@@ -2,7 +2,7 @@ import { allocate } from '../allocate/allocate.js';
 import { planToJson } from '../allocate/plan.js';
 import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
-import { createScorer } from '../score/select.js';
+import { createScorer } from '../backend/select.js';
 import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
 import { checkOutputPath, writeResult } from './output.js';

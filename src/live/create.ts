@@ -1,6 +1,6 @@
 import { GpuContext } from '../gpu/context.js';
 import { checkThreads } from '../score/threads.js';
-import { chooseAutoBackend, type Backend } from '../score/select.js';
+import { chooseAutoBackend, type Backend } from '../backend/select.js';
 import { checkMaxGroupSize } from '../forest/limits.js';
 import { GpuUnavailableError } from '../gpu/errors.js';
 import type { ScoreParams } from '../score/types.js';

@@ -4,7 +4,7 @@ import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
 import { resolveAllocateOptions } from '../allocate/options.js';
 import { checkGathered, shareFingerprint, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
-import type { Backend } from '../score/select.js';
+import type { Backend } from '../backend/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
 import { ADD_COLUMNS_FIELDS, announcedBytes, applyBatch, badHeaderReason, decodeBatch } from './columns-op.js';

@@ -5,8 +5,8 @@ import { GpuContext } from '../gpu/context.js';
 import { GpuDeviceLostError, GpuUnavailableError, isCpuFallbackError } from '../gpu/errors.js';
 import type { GpuTimings } from '../gpu/resident.js';
 import { GpuScorer } from '../gpu/scorer.js';
-import { CpuScorer } from './cpu.js';
-import type { ScoreParams, Scorer, Scores } from './types.js';
+import { CpuScorer } from '../score/cpu.js';
+import type { ScoreParams, Scorer, Scores } from '../score/types.js';
 
 export type Backend = 'cpu' | 'gpu' | 'auto';
 
