@@ -1,8 +1,7 @@
 // Public API of trace-alloc. Everything a training job needs is re-exported from here.
-// The GPU classes expose WebGPU types (GPUDevice, GPU, …); this directive makes the emitted
-// index.d.ts load them from the `@webgpu/types` dependency, so a consumer's `tsc` needs no
-// "types" entry of its own (`preserve` keeps it in the declaration output).
-/// <reference types="@webgpu/types" preserve="true" />
+// The GPU classes expose WebGPU objects (GPUDevice, GPU, …): gpu/globals.ts declares them so that
+// these declarations compile with TypeScript's own WebGPU types (TS 7) and without any (TS 5).
+import './gpu/globals.js';
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
 export { packForest, packColumns, assertPackedForest, type PackedForest, type ForestColumns, type PackOptions } from './forest/packed.js';

@@ -142,7 +142,7 @@ export function checkKnownFields(value: object, known: readonly string[], what: 
 }
 
 /**
- * Validates a plain-object forest and packs it. Missing fields take SPEC §1 defaults;
+ * Validates a plain-object forest and packs it. Missing fields take docs/ALGORITHM.md §1 defaults;
  * a missing `dim` is taken from the first embedding (0 when there is none).
  */
 export function packForest(input: ForestInput, options: PackOptions = {}): PackedForest {

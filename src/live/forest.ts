@@ -34,7 +34,7 @@ export interface LiveStats {
  * rollouts finish and feed rewards back. Each change marks the sibling groups it affects;
  * `rescore()` scores only those, and `plan()` re-allocates only the trees whose scores,
  * liveness or budget changed. Scores and plans always equal a from-scratch `score` +
- * `allocate` of the same forest (within SPEC tolerances on the GPU).
+ * `allocate` of the same forest (within the tolerances of docs/ALGORITHM.md §6 on the GPU).
  *
  * Mutations are synchronous and atomic (validated first, a `LiveError` names the tree, node
  * and field); scoring is asynchronous because the GPU backend is.
@@ -56,7 +56,7 @@ export class LiveForest {
   /**
    * `fallback`: with `backend: 'auto'`, a backend to finish on when the GPU device is lost
    * (every group is then re-scored there once, and `onNotice` says so). `allowUnknownFields`:
-   * trees and nodes may carry fields SPEC §1 does not define (ignored); otherwise they are refused.
+   * trees and nodes may carry fields docs/ALGORITHM.md §1 does not define (ignored); otherwise they are refused.
    */
   constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void; allowUnknownFields?: boolean } = {}) {
     this.store = new LiveStore(dim, { allowUnknownFields: recovery.allowUnknownFields === true });
@@ -189,7 +189,7 @@ export class LiveForest {
     return count;
   }
 
-  /** Re-scores what changed, then re-allocates what changed (SPEC §4). */
+  /** Re-scores what changed, then re-allocates what changed (docs/ALGORITHM.md §4). */
   async plan(options: LivePlanOptions = {}): Promise<LivePlanSummary> {
     this.planner.check(options, this.params.rule); // a rejected plan must not re-score or count anything
     await this.rescore();
@@ -240,7 +240,7 @@ export class LiveForest {
     return { ...summary, options: opts, unallocatedTotal };
   }
 
-  /** SPEC §5 plan of one tree, from the last `plan()`. */
+  /** docs/ALGORITHM.md §5 plan of one tree, from the last `plan()`. */
   treePlan(treeId: string, options: { includeScores?: boolean } = {}): TreePlan {
     if (!this.planned) throw new Error('no plan yet: call plan() first');
     const s = this.store;
@@ -258,7 +258,7 @@ export class LiveForest {
     return assertFiniteTreePlan(tree);
   }
 
-  /** The whole SPEC §5 plan (or the listed trees), from the last `plan()`. */
+  /** The whole docs/ALGORITHM.md §5 plan (or the listed trees), from the last `plan()`. */
   planJson(options: { includeScores?: boolean; trees?: readonly string[] } = {}): PlanJson {
     const ids = options.trees ?? this.treeIds();
     const plan: PlanJson = { params: { ...this.params }, trees: ids.map((id) => this.treePlan(id, options)) };

@@ -8,7 +8,7 @@ import type { LiveStore } from './store.js';
 /** A tree changed by new scores in more groups than this is re-planned from scratch (see `plan`). */
 const PARTIAL_GROUPS = 3;
 
-/** Allocation settings of a live plan: SPEC §4, with per-tree budgets keyed by tree id. */
+/** Allocation settings of a live plan: docs/ALGORITHM.md §4, with per-tree budgets keyed by tree id. */
 export interface LivePlanOptions extends Omit<AllocateOptions, 'budget'> {
   /** One budget for every tree, or one per tree id (every live tree must be listed). Default 16. */
   budget?: number | Readonly<Record<string, number>>;
@@ -24,7 +24,7 @@ export interface LivePlanSummary {
 }
 
 /**
- * Incremental SPEC §4 allocation. Trees are independent given their budget, so a tree is
+ * Incremental docs/ALGORITHM.md §4 allocation. Trees are independent given their budget, so a tree is
  * re-planned only when its scores, liveness or budget changed; the global budget split is
  * recomputed every time (O(trees)) because every tree's share depends on all of them.
  * When only a few of a tree's groups were re-scored (the common case: feedback arrives),
@@ -108,7 +108,7 @@ export class LivePlanner {
     const store = this.store;
     if (perTree !== undefined) for (const slot of store.treeOrder) treeBudget(perTree, store.slotId[slot]);
     if (opts.totalBudget !== undefined && opts.totalBudget < opts.minPerTree * store.treeOrder.length) {
-      // A tree is live unless every one of its nodes is terminal (SPEC §4 liveness).
+      // A tree is live unless every one of its nodes is terminal (docs/ALGORITHM.md §4 liveness).
       let liveTrees = 0;
       for (const slot of store.treeOrder) {
         const lo = store.slotStart[slot], hi = lo + store.slotSize[slot];
@@ -278,7 +278,7 @@ export class LivePlanner {
     this.statsStale[slot] = 0;
   }
 
-  /** SPEC §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
+  /** docs/ALGORITHM.md §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
   private splitGlobal(total: number, minPerTree: number, treeFloor: number, out: Float64Array): number {
     const s = this.store;
     const order = s.treeOrder;
@@ -391,7 +391,7 @@ export class LivePlanner {
     mass[v] = x;
   }
 
-  /** Largest-remainder rounding of the tree's mass, then depths (SPEC §4). */
+  /** Largest-remainder rounding of the tree's mass, then depths (docs/ALGORITHM.md §4). */
   private finishTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];

@@ -1,7 +1,7 @@
 import type { PackedForest } from '../forest/packed.js';
 import { OptionError } from '../util/errors.js';
 
-/** The two learnable scalars of SPEC §2, given in natural (not log) space. */
+/** The two learnable scalars of docs/ALGORITHM.md §2, given in natural (not log) space. */
 export interface ScoreParams {
   /** α > 0: how strongly semantic distance damps the contrast response. Default 1. */
   alpha: number;
