@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { PYTHON } from './python.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = `${root}dist/cli/main.js`;
 const required = process.env.TRACE_ALLOC_REQUIRE_LLM === '1';
-const probe = spawnSync('python3', ['-c', 'import torch, transformers'], { encoding: 'utf8' });
+const probe = spawnSync(PYTHON, ['-c', 'import torch, transformers'], { encoding: 'utf8' });
 const haveTorch = !probe.error && probe.status === 0;
 if (!haveTorch && !required) {
-  console.warn('examples/llm smoke test skipped: python3 cannot import torch and transformers '
+  console.warn(`examples/llm smoke test skipped: ${PYTHON} cannot import torch and transformers `
     + '(pip install -r examples/llm/requirements.txt; CI sets TRACE_ALLOC_REQUIRE_LLM=1 so it cannot skip there)');
 }
 
@@ -24,15 +25,18 @@ interface Run {
 }
 
 describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a tiny transformer (smoke run)', () => {
-  const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-  afterAll(() => rmSync(out, { recursive: true, force: true }));
+  // Made inside the test, not in the describe body: vitest runs a skipped suite's body too (to
+  // collect it), and a folder made there was left behind on machines without torch.
+  let out: string | undefined;
+  afterAll(() => { if (out) rmSync(out, { recursive: true, force: true }); });
 
   it('trains with all four samplers at exactly the token budget, TRACE following its plans', () => {
-    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but python3 cannot import torch and transformers: ${probe.stderr}`);
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
     if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
+    out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
     // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
     const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-    const run = spawnSync('python3', [`${root}examples/llm/run.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+    const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
     expect(run.status, run.stderr).toBe(0);
     const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: Run[]; allocator: { params: { alpha: number; tau: number } } };
     expect(result.runs.map((r) => r.sampler)).toEqual(['independent', 'uniform', 'trace', 'trace-learned']);

@@ -18,19 +18,59 @@ from ._plan import Plan
 __all__ = ["Service", "find_command"]
 
 
+# The Node runtime a platform wheel carries (`npm run build:wheel`): Node, the built CLI, its
+# runtime node_modules. Absent from a wheel built without it and from a source checkout.
+_RUNTIME = Path(__file__).resolve().parent / "_runtime"
+_INSTALL_HINT = ("install the trace-alloc wheel built for this platform (it bundles Node and the service: "
+                 "`npm run build:wheel` in a trace-alloc checkout), or install Node.js >= 20 and "
+                 "`npm install -g trace-alloc`, or set TRACE_ALLOC_BIN to a trace-alloc executable or its dist/cli/main.js")
+
+
+def _bundled() -> Optional[List[str]]:
+    """The bundled `node` and `main.js`, when this package carries the runtime."""
+    node = _RUNTIME / ("node.exe" if os.name == "nt" else "node")
+    main = _RUNTIME / "app" / "dist" / "cli" / "main.js"
+    if not (node.is_file() and main.is_file()):
+        return None
+    if not os.access(str(node), os.X_OK):
+        raise TraceAllocError("service_error", "the bundled Node runtime %s is not executable (the installer dropped its "
+                              "mode bits): reinstall the wheel with pip, or chmod +x it" % node)
+    return [str(node), str(main)]
+
+
+def _node_for(script: Path) -> List[str]:
+    """`node script`: Node from PATH, else the bundled one; a TraceAllocError naming what to install when neither exists."""
+    node = shutil.which("node")
+    if node is None:
+        bundled = _bundled()
+        if bundled is None:
+            raise TraceAllocError("service_error", "found %s but no `node` on PATH to run it: install Node.js >= 20, or %s"
+                                  % (script, _INSTALL_HINT))
+        node = bundled[0]
+    return [node, str(script)]
+
+
 def find_command() -> List[str]:
     """The `trace-alloc` executable, as a command line (without `serve --stdio`):
 
     1. `$TRACE_ALLOC_BIN`: a path to the `trace-alloc` executable, or to `dist/cli/main.js`
        (run with `node`);
-    2. `trace-alloc` on `PATH` (an `npm install -g trace-alloc`, or `node_modules/.bin` on PATH);
-    3. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
+    2. the runtime this package carries (the platform wheel: its own Node and CLI);
+    3. `trace-alloc` on `PATH` (an `npm install -g trace-alloc`, or `node_modules/.bin` on PATH);
+    4. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
        (`npm run build` there first);
-    4. `npx --no-install trace-alloc` (a project with trace-alloc in its node_modules).
+    5. `node_modules/trace-alloc/dist/cli/main.js` above the current folder (a Node project
+       that depends on trace-alloc).
+
+    Nothing found raises `TraceAllocError` (`service_error`) saying what to install; nothing is
+    downloaded (no `npx`).
     """
     env = os.environ.get("TRACE_ALLOC_BIN")
     if env:
-        return ["node", env] if env.endswith((".js", ".mjs")) else [env]
+        return _node_for(Path(env)) if env.endswith((".js", ".mjs")) else [env]
+    bundled = _bundled()
+    if bundled:
+        return bundled
     on_path = shutil.which("trace-alloc")
     if on_path:
         return [on_path]
@@ -38,11 +78,12 @@ def find_command() -> List[str]:
         for folder in (start, *start.parents):
             main = folder / "dist" / "cli" / "main.js"
             if main.is_file() and (folder / "package.json").is_file():
-                return ["node", str(main)]
-    if shutil.which("npx"):
-        return ["npx", "--no-install", "trace-alloc"]
-    raise TraceAllocError("service_error", "cannot find trace-alloc: set TRACE_ALLOC_BIN to its executable "
-                          "(or to dist/cli/main.js), or put trace-alloc on PATH")
+                return _node_for(main)
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        main = folder / "node_modules" / "trace-alloc" / "dist" / "cli" / "main.js"
+        if main.is_file():
+            return _node_for(main)
+    raise TraceAllocError("service_error", "cannot find the trace-alloc service: " + _INSTALL_HINT)
 
 
 def _first_non_finite(value: Any, path: str) -> Optional[tuple]:
