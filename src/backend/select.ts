@@ -2,6 +2,7 @@ import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter } from '../gpu/adapter.js';
 import { ScorerDestroyedError } from '../util/errors.js';
 import { GpuContext } from '../gpu/context.js';
+import { gpuDeviceFiles } from '../gpu/devices.js';
 import { GpuDeviceLostError, GpuUnavailableError, isCpuFallbackError } from '../gpu/errors.js';
 import type { GpuTimings } from '../gpu/resident.js';
 import { GpuScorer } from '../gpu/scorer.js';
@@ -82,9 +83,12 @@ export type AutoChoice = { backend: 'gpu'; adapter: GPUAdapter; name: string } |
 /**
  * `auto`'s choice: the GPU when the adapter WebGPU offers is a real one; the CPU when there is
  * none or when it is CPU-emulated (llvmpipe/lavapipe, SwiftShader, WARP — slower than the CPU
- * backend on the same cores). Used by `createScorer` and `createLiveForest`.
+ * backend on the same cores), decided without asking WebGPU on Linux when `dev` (default
+ * `/dev`) holds no GPU device file. Used by `createScorer` and `createLiveForest`.
  */
-export async function chooseAutoBackend(gpu?: GPU): Promise<AutoChoice> {
+export async function chooseAutoBackend(gpu?: GPU, dev = '/dev'): Promise<AutoChoice> {
+  const noDevice = gpu === undefined ? noGpuDeviceReason(dev) : undefined;
+  if (noDevice !== undefined) return { backend: 'cpu', why: noDevice };
   let adapter: GPUAdapter;
   try {
     adapter = await requestGpuAdapter(gpu);
@@ -98,6 +102,19 @@ export async function chooseAutoBackend(gpu?: GPU): Promise<AutoChoice> {
     return { backend: 'cpu', why: `the WebGPU adapter "${name}" is CPU-emulated (${emulated}) and slower than the cpu backend on the same cores; --backend gpu uses it anyway` };
   }
   return { backend: 'gpu', adapter, name };
+}
+
+/**
+ * Why Dawn need not be asked at all: on Linux with no GPU device file, the only adapter it could
+ * offer is CPU-emulated. Skipping it keeps a CPU run quiet (Dawn's adapter probe on lavapipe
+ * prints `Warning: maxDynamic…BuffersPerPipelineLayout artificially reduced …` on stderr) and
+ * saves loading dawn.node. A `navigator.gpu` of the host (browsers, Deno) is always asked.
+ */
+function noGpuDeviceReason(dev: string): string | undefined {
+  if (process.platform !== 'linux' || (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu) return undefined;
+  const files = gpuDeviceFiles(dev);
+  if (files === undefined || files.length > 0) return undefined;
+  return `no GPU device on this machine (${dev} has no dri/renderD*, nvidia*, dxg, mali*), so WebGPU could offer only a CPU-emulated adapter, slower than the cpu backend; --backend gpu uses one anyway`;
 }
 
 /** `auto` after an adapter was found: the GPU until its device is lost, then the CPU. */
