@@ -36,7 +36,7 @@ export type { ColorMetric } from './viz/palette.js';
 export { createLiveForest, type CreateLiveForestOptions } from './live/create.js';
 export { LiveForest, type LiveStats } from './live/forest.js';
 export { LiveError, type LiveErrorCode, type NodeUpdate } from './live/store.js';
-export type { LivePlanOptions, LivePlanSummary } from './live/plan.js';
+export type { LivePlanOptions, LivePlanSummary, LivePlanSettings } from './live/plan.js';
 export { GpuLiveBackend, type GpuLiveOptions, type GpuLiveStats } from './live/gpu.js';
 export { LiveSession, type SessionOptions, type ProtocolError, type ProtocolErrorCode } from './live/protocol.js';
 export { snapshotLive, liveScoresOn, type LiveSnapshot } from './live/snapshot.js';

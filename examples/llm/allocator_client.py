@@ -1,9 +1,10 @@
 """The one place that knows how the trainer talks to `trace-alloc serve --stdio`.
 
-It prefers the `trace_alloc` Python package (installed, or the repository's `python/` folder)
-and its binary columnar input when the package has it; otherwise the dependency-free JSON Lines
-client in `examples/python/`. Callers hand over a forest as arrays and get the SPEC §5 plan
-back as plain JSON-shaped dicts, whichever transport ran.
+It uses the `trace_alloc` Python package (installed, or the repository's `python/` folder):
+binary columnar input by default, JSON Lines `add-tree` requests with
+`TRACE_ALLOC_LLM_TRANSPORT=json` (to measure what the binary path saves). Callers hand over a
+forest as arrays and get the plan of docs/ALGORITHM.md §5 back as plain JSON-shaped dicts,
+whichever transport ran.
 """
 
 from __future__ import annotations
@@ -24,22 +25,16 @@ def service_command() -> list[str]:
 
 
 def _load_package():
+    """The repository's `python/` package (or an installed `trace_alloc` when this file runs elsewhere)."""
     local = REPO / "python"
     if (local / "trace_alloc").is_dir() and str(local) not in sys.path:
         sys.path.insert(0, str(local))
     try:
         import trace_alloc  # type: ignore
-    except ImportError:
-        return None
+    except ImportError as err:
+        raise SystemExit("examples/llm needs the trace_alloc package: run it from a trace-alloc checkout, "
+                         "or pip install ./python there (%s)" % err) from None
     return trace_alloc
-
-
-def _load_json_client():
-    folder = str(REPO / "examples" / "python")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import trace_alloc_client  # type: ignore
-    return trace_alloc_client
 
 
 def _plain(value):
@@ -67,22 +62,16 @@ def _camel(name: str) -> str:
 class AllocatorClient:
     """A live forest in one `serve --stdio` process, kept equal to the trainer's trees by `sync_forest`."""
 
-    def __init__(self, command: list[str] | None = None, prefer_package: bool = True):
+    def __init__(self, command: list[str] | None = None):
         command = command or service_command()
         self.forests_sent = 0
         self.nodes_sent: list[int] = []  # nodes per forest sent
         self._ids: list[str] = []
-        pkg = _load_package() if prefer_package and os.environ.get("TRACE_ALLOC_LLM_TRANSPORT") != "json" else None
-        if pkg is not None and hasattr(getattr(pkg, "Service", None), "add_forest"):
-            self._client = pkg.Service(command)
-            self.transport = "trace_alloc package %s, binary add_forest" % getattr(pkg, "__version__", "?")
-            self._binary = True
-        else:
-            module = _load_json_client()
-            self._client = module.TraceAllocClient(command)
-            self._error = module.TraceAllocError
-            self.transport = "examples/python client, JSON Lines"
-            self._binary = False
+        pkg = _load_package()
+        self._client = pkg.Service(command)
+        self._binary = os.environ.get("TRACE_ALLOC_LLM_TRANSPORT") != "json"
+        self.transport = "trace_alloc package %s, %s" % (getattr(pkg, "__version__", "?"),
+                                                          "binary add_forest" if self._binary else "JSON Lines add-tree")
         t0 = time.perf_counter()
         self.service = self.stats()  # waits for the service to be up, so start-up is not counted per step
         self.startup_s = time.perf_counter() - t0
@@ -113,9 +102,7 @@ class AllocatorClient:
 
     def plan(self, total_budget: int, min_per_tree: int = 1, scores: bool = False) -> dict:
         """The plan as the service sent it (JSON shapes, camelCase)."""
-        if hasattr(self._client, "plan_json"):
-            return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores)
-        return _plain(self._client.plan(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores))
+        return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores)
 
     def set_params(self, alpha: float, tau: float) -> dict:
         return _plain(self._client.set_params(alpha=alpha, tau=tau))

@@ -46,7 +46,7 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   'depth-gain': { value: 'G', default: String(allocateDefaults.depthGain), meaning: 'how strongly priority ψ stretches depth' },
   'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth a plan gives' },
   threads: { value: 'N', default: 'available parallelism', meaning: 'CPU scoring threads (small forests stay on one); results are the same for any N' },
-  backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU), auto (GPU if an adapter exists)' },
+  backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU, any adapter), auto (the GPU when a hardware adapter exists, else the CPU: never a CPU-emulated adapter such as lavapipe)' },
 };
 
 /** The forest-reading flags shared by `score`, `viz` and `serve`. */

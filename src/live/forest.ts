@@ -4,7 +4,7 @@ import type { PackedForest } from '../forest/packed.js';
 import { GpuDeviceLostError } from '../gpu/errors.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import type { LiveBackend } from './backend.js';
-import { LivePlanner, type LivePlanOptions, type LivePlanSummary } from './plan.js';
+import { LivePlanner, reportedSettings, type LivePlanOptions, type LivePlanSummary } from './plan.js';
 import { LiveStore, type NodeUpdate } from './store.js';
 import { checkGathered, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
 import { resolveAllocateOptions } from '../allocate/options.js';
@@ -237,7 +237,7 @@ export class LiveForest {
     const { totalBudget: _total, ...settings } = rest;
     const summary = await this.plan({ ...settings, budget: perTree });
     this.sharded = { totalBudget: opts.totalBudget, unallocated: unallocatedTotal };
-    return { ...summary, options: opts, unallocatedTotal };
+    return { ...summary, options: reportedSettings(opts), unallocatedTotal };
   }
 
   /** docs/ALGORITHM.md §5 plan of one tree, from the last `plan()`. */

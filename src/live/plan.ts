@@ -15,8 +15,21 @@ export interface LivePlanOptions extends Omit<AllocateOptions, 'budget'> {
 }
 
 /** What one `plan()` call did. The allocation itself is read through the live forest. */
+/**
+ * The settings a live plan used: `resolveAllocateOptions`'s, without `widen` under rule v2
+ * (it is v1's kept fraction and has no effect there, so echoing it misled).
+ */
+export type LivePlanSettings = Omit<ResolvedAllocateOptions, 'widen'> & { readonly widen?: number };
+
+/** The settings to report for `opts`: `widen` only under v1. */
+export function reportedSettings(opts: ResolvedAllocateOptions): LivePlanSettings {
+  if (opts.rule === 'v1') return opts;
+  const { widen: _v1Only, ...settings } = opts;
+  return settings;
+}
+
 export interface LivePlanSummary {
-  readonly options: ResolvedAllocateOptions;
+  readonly options: LivePlanSettings;
   /** Global budget mode: what no live tree could take (all of it when none is live). */
   readonly unallocatedTotal: number;
   /** Trees whose allocation was recomputed by this call, in tree order. */
@@ -206,7 +219,7 @@ export class LivePlanner {
     this.lastKey = key;
     this.lastOptions = opts;
     this.lastUnallocatedTotal = unallocatedTotal;
-    return { options: opts, unallocatedTotal, replanned };
+    return { options: reportedSettings(opts), unallocatedTotal, replanned };
   }
 
   /**
