@@ -13,9 +13,10 @@ from ._client import Service, find_command
 from ._columns import ForestArrays, check_forest, save_npz
 from ._errors import TraceAllocError
 from ._plan import Allocation, GroupScore, NodeScore, Params, Plan, TreePlan
+from ._values import TreeValues
 
 __all__ = [
     "Allocation", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Service", "TraceAllocError",
-    "TreePlan", "check_forest", "find_command", "save_npz",
+    "TreePlan", "TreeValues", "check_forest", "find_command", "save_npz",
 ]
 __version__ = "0.1.0"
