@@ -14,9 +14,14 @@ from ._columns import ForestArrays, check_forest, save_npz
 from ._errors import TraceAllocError
 from ._plan import Allocation, GroupScore, NodeScore, Params, Plan, TreePlan
 from ._values import TreeValues
+from .advantages import TreeAdvantages
+from .driver import RolloutResult, TreeRollout
+from .episode import Budget, EnvStep, Prompt, Request, Turn
+from .tree import RolloutTree, Trajectory, TreeNode
 
 __all__ = [
-    "Allocation", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Service", "TraceAllocError",
-    "TreePlan", "TreeValues", "check_forest", "find_command", "save_npz",
+    "Allocation", "Budget", "EnvStep", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Prompt", "Request",
+    "RolloutResult", "RolloutTree", "Service", "TraceAllocError", "Trajectory", "TreeAdvantages", "TreeNode", "TreePlan",
+    "TreeRollout", "TreeValues", "Turn", "check_forest", "find_command", "save_npz",
 ]
 __version__ = "0.1.0"
