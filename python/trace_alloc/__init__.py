@@ -7,7 +7,7 @@ trees as numpy arrays (or torch tensors) and returns plans as dataclasses.
         plan = ta.plan(total_budget=4096)
         for tree in plan.trees:
             for a in tree.allocations:
-                ...  # start a.branches rollouts from node a.node, at most a.depth steps deep
+                ...  # start a.branches rollouts from node a.node, each to the episode's end
 """
 from ._client import Service, find_command
 from ._columns import ForestArrays, check_forest, save_npz
