@@ -157,6 +157,7 @@ class TreeRollout:
             raise TraceAllocError("invalid_value", "run needs at least one prompt", field="prompts")
         prompts = [p if isinstance(p, Prompt) else Prompt(tuple(int(x) for x in p)) for p in prompts]
         self._runs += 1
+        self._pending = {}  # a run that failed may have left some behind
         ids = ["%s%d-%d" % (self.tree_prefix, self._runs, t) for t in range(len(prompts))]
         trees = [RolloutTree(ids[t], tuple(p.tokens), [TreeNode(-1, state=p.state)]) for t, p in enumerate(prompts)]
         root = {"embedding": [0.0] * self.dim}  # a root is in no sibling group: its embedding is never scored
