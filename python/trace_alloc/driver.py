@@ -305,11 +305,20 @@ class TreeRollout:
         if self.dim == 0:
             return [np.zeros(0) for _ in turns]
         raw = [t.embedding for t in turns]
+        for req, e in zip(requests, raw):
+            if e is None:
+                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "embedding": a turn needs an embedding of '
+                                      "%d numbers (dim)" % (trees[req.tree].id, req.node, self.dim),
+                                      tree=trees[req.tree].id, node=req.node, field="embedding")
         if self.projection is not None:
             rows = self.projection(_stack(raw))
         else:
             rows = _stack(raw)
-        rows = to_numpy(rows, "embedding").astype(np.float64)
+        try:
+            rows = to_numpy(rows, "embedding").astype(np.float64)
+        except (TypeError, ValueError) as err:
+            raise TraceAllocError("invalid_value", 'field "embedding": turn embeddings must be numbers (%s)' % err,
+                                  field="embedding") from None
         if rows.ndim != 2 or rows.shape != (len(turns), self.dim) or not np.isfinite(rows).all():
             bad = rows.shape if rows.ndim != 2 or rows.shape[1] != self.dim else "non-finite values"
             raise TraceAllocError("invalid_value", 'field "embedding": turn embeddings must be %d finite numbers each '
