@@ -34,6 +34,16 @@ def _load_package():
     return trace_alloc
 
 
+def learner():
+    """trace_alloc.learn, the library's α, τ learner (from the repository's python/ when not installed)."""
+    local = str(REPO / "python")
+    if local not in sys.path:
+        sys.path.insert(0, local)
+    from trace_alloc import learn  # type: ignore
+
+    return learn
+
+
 def _load_json_client():
     folder = str(REPO / "examples" / "python")
     if folder not in sys.path:

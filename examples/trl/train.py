@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import math
 import os
 import platform
 import sys
@@ -56,6 +55,7 @@ from trace_alloc.trl import HFTurnGenerator, TraceRolloutFunc, TreeGRPOTrainer, 
 
 from episodes import END, PAD, IndependentRollouts, env_step, make_prompts, prepare, prompt_text, success_rate, tokenizer  # noqa: E402
 from model import MAX_POSITIONS, build_model, pretrain  # noqa: E402
+from stats import mean_interval  # noqa: E402
 from task import MAX_TURN_TOKENS  # noqa: E402
 
 import random  # noqa: E402
@@ -72,7 +72,7 @@ class Config:
     prompts_per_step: int = 4
     num_generations: int = 8
     pretrain_steps: int = 300
-    learning_rate: float = 1e-3
+    learning_rate: float = 5e-4
     eval_samples: int = 8
     rollouts_per_tree_per_round: int = 2
     layers: int = 2
@@ -162,16 +162,6 @@ def run_seed(cfg: Config, samplers: list[str]) -> list[dict]:
     return runs
 
 
-def interval(xs: list[float]) -> dict:
-    n = len(xs)
-    mean = sum(xs) / n
-    if n < 2:
-        return {"mean": mean, "ci95": [mean, mean], "n": n}
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365}.get(n, 1.96)
-    return {"mean": mean, "ci95": [mean - t * sd / math.sqrt(n), mean + t * sd / math.sqrt(n)], "n": n}
-
-
 def summary(runs: list[dict], samplers: list[str], cfg: Config, seeds: int) -> str:
     lines = ["# TRL GRPO: TRL's default sampling vs TRACE tree rollouts at equal tokens", "",
              "%d seeds × %d steps, %d prompts × %d completions per step; success = mean outcome of %d sampled episodes "
@@ -181,11 +171,11 @@ def summary(runs: list[dict], samplers: list[str], cfg: Config, seeds: int) -> s
              "|---|---|---|---|---|---|"]
     for s in samplers:
         rs = [r for r in runs if r["sampler"] == s]
-        change = interval([100 * (r["success_after"] - r["success_before"]) for r in rs])
+        change = mean_interval([100 * (r["success_after"] - r["success_before"]) for r in rs])
         fmt = lambda v: "%.1f [%.1f, %.1f]" % (v["mean"], v["ci95"][0], v["ci95"][1])  # noqa: E731
         rewards = [x["reward"] for r in rs for x in r["steps"] if x["reward"] is not None]
         lines.append("| %s | %s | %s | %s | %.0f | %.3f |" % (
-            s, fmt(interval([100 * r["success_before"] for r in rs])), fmt(interval([100 * r["success_after"] for r in rs])),
+            s, fmt(mean_interval([100 * r["success_before"] for r in rs])), fmt(mean_interval([100 * r["success_after"] for r in rs])),
             fmt(change), np.mean([t for r in rs for t in r["tokens"]]), np.mean(rewards) if rewards else float("nan")))
     trace = [c for r in runs if r["sampler"] != "independent" for c in r.get("rollout_calls", [])]
     if trace:
