@@ -158,6 +158,45 @@ def json_bytes_per_node(embedding: np.ndarray) -> float:
     return float(np.mean([len(json.dumps([float(x) for x in row])) for row in embedding[:200]]))
 
 
+def summary(r: dict) -> str:
+    """The results as markdown tables."""
+    c = r["config"]
+    embedding = c["hidden"] * 4
+    other = (r["last_forest_bytes"]["full"]["npz"] - r["nodes_in_last_forest"] * embedding) / r["nodes_in_last_forest"]
+    lines = [
+        "# Random projection of the hidden states: what it does to TRACE (dim %d)" % c["hidden"], "",
+        "`python3 examples/llm/projection_study.py --hidden %d --seeds %d --steps %d --projection-seeds %d --ks %s`: "
+        "%d forests recorded from the TRACE sampler (%d with a fork; %.0f nodes on average), %d sibling pairs "
+        "(cosine p10 %.3f, median %.4f, p90 %.4f), %d projection seeds per k, plans with totalBudget %d, "
+        "minPerTree 1; %.0f s, load average %.1f at the end." % (
+            c["hidden"], c["seeds"], c["steps"], c["projection_seeds"], ",".join(str(k["k"]) for k in r["per_k"]),
+            r["forests"], r["forests_with_a_fork"], r["nodes_per_forest"], r["sibling_pairs"], r["sibling_cosine"]["p10"],
+            r["sibling_cosine"]["p50"], r["sibling_cosine"]["p90"], c["projection_seeds"], c["total_budget"], r["seconds"],
+            r["loadavg"][0]), "",
+        "| k | plans changed | branches moved | pruned set changed | median max abs(Δw) | mean abs(Δcos) | p99 abs(Δcos) "
+        "| distance rel. error p50 | p99 | embedding bytes / node: float32 | JSON |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| %d (none) | — | — | — | — | — | — | — | — | %d | %.0f |" % (c["hidden"], embedding, r["full_json_bytes_per_node"]),
+    ]
+    for k in r["per_k"]:
+        lines.append("| %d | %.0f%% | %.1f%% | %.0f%% | %.3f | %.4f | %.3f | %.3f | %.2f | %d | %.0f |" % (
+            k["k"], 100 * k["plan_changed_share"], 100 * k["branches_moved_share"], 100 * k["pruned_changed_share"],
+            k["max_weight_change_median"], k["cos_abs_error"]["mean"], k["cos_abs_error"]["p99"],
+            k["distance_rel_error"]["p50"], k["distance_rel_error"]["p99"], 4 * k["k"], k["json_bytes_per_node"]))
+    lines += ["", "Plans changed: share of forests with a fork whose allocation moved at least one branch; branches "
+              "moved: share of the round's budget that starts at another node; distance: d = (1 − cos)/2 between "
+              "siblings, relative error over pairs with d > 1e-6. The rest of a node in the binary batch: %.0f bytes." % other,
+              "", "Synthetic pairs at a fixed cosine (400 pairs × 3 projection seeds): mean and p99 of abs(Δcos).", "",
+              "| original dim | cosine | " + " | ".join("k = %d" % k["k"] for k in r["per_k"]) + " |",
+              "|---|---|" + "---|" * len(r["per_k"])]
+    for d in sorted({x["dim"] for x in r["synthetic"]}):
+        for cos in sorted({x["cos"] for x in r["synthetic"]}):
+            cells = [x for x in r["synthetic"] if x["dim"] == d and x["cos"] == cos]
+            lines.append("| %d | %g | %s |" % (d, cos, " | ".join("%.4f / %.3f" % (x["mean_abs_error"], x["p99_abs_error"])
+                                                                    for x in sorted(cells, key=lambda x: x["k"]))))
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=2)
@@ -167,7 +206,11 @@ def main() -> None:
     ap.add_argument("--projection-seeds", type=int, default=5)
     ap.add_argument("--out", required=True)
     ap.add_argument("--cache", help="a file keeping the recorded forests between runs (reused when it exists)")
+    ap.add_argument("--report-only", action="store_true", help="rewrite summary.md from results.json")
     args = ap.parse_args()
+    if args.report_only:
+        (Path(args.out) / "summary.md").write_text(summary(json.loads((Path(args.out) / "results.json").read_text())))
+        return
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     ks = [int(k) for k in args.ks.split(",")]
@@ -246,6 +289,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1))
+    (out / "summary.md").write_text(summary(result))
     print(json.dumps({k: result[k] for k in ("forests", "sibling_pairs", "sibling_cosine", "seconds")}))
 
 

@@ -187,9 +187,8 @@ class TreeRollout:
             rounds.append(current)
             starts = self._starts(trees, plan)
             root_branches += sum(1 for r in starts if r.node == 0)
-            first_new = [len(t.nodes) for t in trees]
             ended = self._play(trees, starts, tokens_left, steps_left, used)
-            self._send(trees, first_new, ended)
+            self._send(trees, ended)
             for r, traj in ended:
                 if traj.generated == 0:  # the budget ran out before it generated anything: no new sample
                     never_started += 1
@@ -352,7 +351,7 @@ class TreeRollout:
 
     # -- the service -----------------------------------------------------------------------------------
 
-    def _send(self, trees: List[RolloutTree], first_new: List[int], ended: List[Tuple[_Running, Trajectory]]) -> None:
+    def _send(self, trees: List[RolloutTree], ended: List[Tuple[_Running, Trajectory]]) -> None:
         """The round's new nodes (one add-nodes per tree) and every finished rollout's outcome, in one round trip."""
         requests: List[Dict[str, Any]] = []
         for t, nodes in sorted(self._pending.items()):
