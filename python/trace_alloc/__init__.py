@@ -1,5 +1,7 @@
 """trace-alloc for Python trainers: a client of `trace-alloc serve --stdio` that sends rollout
-trees as numpy arrays (or torch tensors) and returns plans as dataclasses.
+trees as numpy arrays (or torch tensors) and returns plans as dataclasses, and the loop around
+it: `TreeRollout` grows one tree per prompt with the service's plans and returns trajectories
+and tree advantages (python/README.md, "The whole loop"); `trace_alloc.trl` plugs it into TRL.
 
     import trace_alloc
     with trace_alloc.Service(backend="auto") as ta:
