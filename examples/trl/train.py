@@ -55,7 +55,7 @@ from trace_alloc.trl import HFTurnGenerator, TraceRolloutFunc, TreeGRPOTrainer, 
 
 from episodes import END, PAD, IndependentRollouts, env_step, make_prompts, prepare, prompt_text, success_rate, tokenizer  # noqa: E402
 from model import MAX_POSITIONS, build_model, pretrain  # noqa: E402
-from stats import mean_interval  # noqa: E402
+from stats import mean_interval, paired  # noqa: E402
 from task import MAX_TURN_TOKENS  # noqa: E402
 
 import random  # noqa: E402
@@ -177,14 +177,24 @@ def summary(runs: list[dict], samplers: list[str], cfg: Config, seeds: int) -> s
         lines.append("| %s | %s | %s | %s | %.0f | %.3f |" % (
             s, fmt(mean_interval([100 * r["success_before"] for r in rs])), fmt(mean_interval([100 * r["success_after"] for r in rs])),
             fmt(change), np.mean([t for r in rs for t in r["tokens"]]), np.mean(rewards) if rewards else float("nan")))
+    base = sorted((r for r in runs if r["sampler"] == "independent"), key=lambda r: r["seed"])
+    for s in samplers:
+        if s == "independent" or not base:
+            continue
+        rs = sorted((r for r in runs if r["sampler"] == s), key=lambda r: r["seed"])
+        d = paired([100 * r["success_after"] for r in rs], [100 * r["success_after"] for r in base])
+        lines.append("")
+        lines.append("%s − independent, success after training, paired by seed: %.1f [%.1f, %.1f] points." % (
+            s, d["mean"], d["ci95"][0], d["ci95"][1]))
     trace = [c for r in runs if r["sampler"] != "independent" for c in r.get("rollout_calls", [])]
     if trace:
         lines += ["", "Tree rollouts per step (both tree samplers): %.1f rounds, %.1f finished and %.1f cut rollouts per step, "
                   "%.1f%% of planned rollouts from a prompt, mean copies of a returned generated token %.2f, "
-                  "%.2f padded completions per step." % (
+                  "%.2f padded completions per step (of %d)." % (
                       np.mean([c["rounds"] for c in trace]), np.mean([c["finished"] for c in trace]),
                       np.mean([c["unfinished"] for c in trace]), 100 * np.mean([c["root_share"] for c in trace]),
-                      np.mean([c["mean_copies"] for c in trace]), np.mean([c["padded"] for c in trace]))]
+                      np.mean([c["mean_copies"] for c in trace]), np.mean([c["padded"] for c in trace]),
+                      cfg.prompts_per_step * cfg.num_generations)]
     return "\n".join(lines) + "\n"
 
 
@@ -192,11 +202,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true", help="2 steps per sampler, a tiny model (the CI test)")
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
     ap.add_argument("--steps", type=int)
+    ap.add_argument("--report-only", action="store_true", help="rewrite summary.md from results.json")
     args = ap.parse_args()
+    if args.report_only:
+        r = json.loads((Path(args.out) / "results.json").read_text())
+        (Path(args.out) / "summary.md").write_text(summary(r["runs"], r["samplers"], Config(**r["config"]), r["seeds"]))
+        return
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     # TRL warns for every completion no reward function scored: the rollouts the budget cut, by design.
