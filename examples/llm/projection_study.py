@@ -165,11 +165,11 @@ def summary(r: dict) -> str:
     other = (r["last_forest_bytes"]["full"]["npz"] - r["nodes_in_last_forest"] * embedding) / r["nodes_in_last_forest"]
     lines = [
         "# Random projection of the hidden states: what it does to TRACE (dim %d)" % c["hidden"], "",
-        "`python3 examples/llm/projection_study.py --hidden %d --seeds %d --steps %d --projection-seeds %d --ks %s`: "
+        "`python3 examples/llm/projection_study.py --hidden %d --seeds %d --steps %d --projection-seeds %d --ks %s --out examples/llm/results/projection/dim%d`: "
         "%d forests recorded from the TRACE sampler (%d with a fork; %.0f nodes on average), %d sibling pairs "
         "(cosine p10 %.3f, median %.4f, p90 %.4f), %d projection seeds per k, plans with totalBudget %d, "
         "minPerTree 1; %.0f s, load average %.1f at the end." % (
-            c["hidden"], c["seeds"], c["steps"], c["projection_seeds"], ",".join(str(k["k"]) for k in r["per_k"]),
+            c["hidden"], c["seeds"], c["steps"], c["projection_seeds"], ",".join(str(k["k"]) for k in r["per_k"]), c["hidden"],
             r["forests"], r["forests_with_a_fork"], r["nodes_per_forest"], r["sibling_pairs"], r["sibling_cosine"]["p10"],
             r["sibling_cosine"]["p50"], r["sibling_cosine"]["p90"], c["projection_seeds"], c["total_budget"], r["seconds"],
             r["loadavg"][0]), "",
