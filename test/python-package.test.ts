@@ -24,7 +24,8 @@ describe('the Python package (python/, pytest)', () => {
     const target = join(work, 'site');
     const install = spawnSync('python3', ['-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '--target', target, source], { encoding: 'utf8', timeout: 120_000 });
     expect(install.status, install.stdout + install.stderr).toBe(0);
-    const env = { ...process.env, PYTHONPATH: target, PYTHONDONTWRITEBYTECODE: '1', TRACE_ALLOC_BIN: CLI };
+    // TORCHINDUCTOR_CACHE_DIR: importing trl makes torch create its compile cache folder in TMPDIR; keep it in ours.
+    const env = { ...process.env, PYTHONPATH: target, PYTHONDONTWRITEBYTECODE: '1', TRACE_ALLOC_BIN: CLI, TORCHINDUCTOR_CACHE_DIR: join(work, 'torchinductor') };
     // The installed package, not the source tree: run from the temp folder with only `target` on the path.
     // --basetemp: pytest's tmp_path folders stay inside this test's own temp folder.
     const run = spawnSync('python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', '--rootdir', work, '--basetemp', join(work, 'pytest-tmp'), join(source, 'tests')], {

@@ -43,8 +43,9 @@ advantage is replaced by TRACE's tree advantage per token (TreeRL by default, or
 computed from *every* leaf of the tree through the values the service backed up, and spread with
 `share="split"`: each copy of a shared node's token carries 1/c of the node's advantage, so every
 node counts exactly once in the loss whatever c is. That exactness needs a loss that sums tokens
-with one normaliser for the batch (`loss_type` "dapo", TRL's default, "bnpo", "dr_grpo" or
-"cispo"); TreeGRPOTrainer refuses the per-sequence means of "grpo", "sapo" and "luspo".
+with one normaliser for the whole generation batch (`loss_type` "dapo", TRL's default, "dr_grpo"
+or "cispo"); TreeGRPOTrainer refuses the others ("grpo", "sapo" and "luspo" average each
+sequence, "bnpo" each micro-batch, so the copies of a node would weigh differently).
 What TRL cannot do: take advantages from a `rollout_func` or a reward function (rewards always
 pass through its group normalisation; per-token advantages need the subclass, which overrides
 TRL's private `_generate_and_score_completions`, as TRL's own MiniLLM trainer does).
@@ -67,8 +68,9 @@ from .learn import LearnState
 from .tree import Trajectory
 
 SELECTIONS = ("spread", "random")
-#: TRL loss types whose normaliser is one number for the batch (each node then counts once exactly).
-TOKEN_SUM_LOSSES = ("dapo", "bnpo", "dr_grpo", "cispo")
+#: TRL loss types that sum tokens with one normaliser for the whole generation batch (each node then
+#: counts once exactly). "bnpo" normalises each micro-batch on its own, "grpo", "sapo" and "luspo" each sequence.
+TOKEN_SUM_LOSSES = ("dapo", "dr_grpo", "cispo")
 
 
 @dataclass(frozen=True)
