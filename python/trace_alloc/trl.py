@@ -50,11 +50,11 @@ What TRL cannot do: take advantages from a `rollout_func` or a reward function (
 pass through its group normalisation; per-token advantages need the subclass, which overrides
 TRL's private `_generate_and_score_completions`, as TRL's own MiniLLM trainer does).
 
-torch, transformers and trl are imported only when these classes are used.
+`HFTurnGenerator` lives in `trace_alloc.hf` (it needs transformers, not trl) and is re-exported
+here. torch, transformers and trl are imported only when these classes are used.
 """
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -64,8 +64,12 @@ from ._errors import TraceAllocError
 from .advantages import METHODS, SHARES
 from .driver import RolloutResult, TreeRollout
 from .episode import Budget, EnvStep, Prompt, Request, Turn
+from .hf import HFTurnGenerator  # noqa: F401 - part of this module's interface (see the usage above)
 from .learn import LearnState
 from .tree import Trajectory
+
+__all__ = ["HFTurnGenerator", "SELECTIONS", "TOKEN_SUM_LOSSES", "TraceRolloutFunc", "choose", "env_reward",
+           "prompt_groups", "spread_order"]
 
 SELECTIONS = ("spread", "random")
 #: TRL loss types that sum tokens with one normaliser for the whole generation batch (each node then
@@ -250,76 +254,6 @@ def _mean(xs: Sequence[Optional[float]]) -> Optional[float]:
     return sum(vals) / len(vals) if vals else None
 
 
-class HFTurnGenerator:
-    """Turns from a transformers causal LM (`model.generate` with sampling), batched: per turn the
-    sampled tokens, their log-probabilities under softmax(logits / temperature) (what TRL's loss
-    recomputes), the mean last-layer hidden state over the positions the turn's tokens were
-    decoded from (its embedding, returned on the model's device), and the mean token entropy
-    divided by ln |V| (its uncertainty). A turn ends at a token of `stop_token_ids`.
-
-    Called as `generate(requests, trainer)`: the model is `model`, else the trainer's. Sampling is
-    from the full distribution (no top-k/top-p), so the log-probabilities are the sampler's.
-    Requests are grouped by `max_tokens`, so no token beyond a request's grant is generated."""
-
-    def __init__(self, model: Any = None, *, stop_token_ids: Sequence[int], pad_token_id: int,
-                 temperature: float = 1.0) -> None:
-        if not stop_token_ids:
-            raise TraceAllocError("invalid_options", "stop_token_ids must name the tokens that end a turn", field="stop_token_ids")
-        self.model, self.stop = model, [int(x) for x in stop_token_ids]
-        self.pad, self.temperature = int(pad_token_id), float(temperature)
-
-    def __call__(self, requests: List[Request], trainer: Any = None) -> List[Turn]:
-        import torch
-
-        model = self.model
-        if model is None:
-            model = trainer.accelerator.unwrap_model(trainer.model) if hasattr(trainer, "accelerator") else trainer.model
-        turns: List[Optional[Turn]] = [None] * len(requests)
-        by_cap: Dict[int, List[int]] = {}
-        for i, r in enumerate(requests):
-            by_cap.setdefault(r.max_tokens, []).append(i)
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                for cap, members in by_cap.items():
-                    for i, turn in zip(members, self._batch(model, [requests[i].prefix for i in members], cap)):
-                        turns[i] = turn
-        finally:
-            model.train(was_training)
-        return turns  # type: ignore[return-value]
-
-    def _batch(self, model: Any, prefixes: List[Tuple[int, ...]], cap: int) -> List[Turn]:
-        import torch
-
-        device = next(model.parameters()).device
-        width = max(len(p) for p in prefixes)
-        ids = torch.full((len(prefixes), width), self.pad, dtype=torch.long, device=device)
-        mask = torch.zeros((len(prefixes), width), dtype=torch.long, device=device)
-        for i, p in enumerate(prefixes):  # left padding: every row's next token is at the end
-            ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long, device=device)
-            mask[i, width - len(p):] = 1
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=cap, min_new_tokens=1, do_sample=True,
-                             temperature=self.temperature, top_k=0, top_p=1.0, eos_token_id=self.stop,
-                             pad_token_id=self.pad, output_hidden_states=True, output_logits=True,
-                             return_dict_in_generate=True)
-        new = out.sequences[:, width:]
-        logp = torch.log_softmax(torch.stack(out.logits, dim=1).double() / self.temperature, dim=-1)
-        entropy = -(logp.exp() * logp).sum(-1) / math.log(logp.shape[-1])
-        # The last layer's state at the position each new token was decoded from.
-        hidden = torch.stack([step[-1][:, -1, :] for step in out.hidden_states], dim=1)
-        turns = []
-        stops = set(self.stop)
-        for i in range(len(prefixes)):
-            row = new[i].tolist()
-            n = next((k + 1 for k, tok in enumerate(row) if tok in stops), len(row))
-            tokens = row[:n]
-            lps = logp[i, torch.arange(n, device=logp.device), new[i, :n]].tolist()
-            turns.append(Turn(tokens=tokens, logprobs=lps, embedding=hidden[i, :n].mean(dim=0),
-                              entropy=float(entropy[i, :n].mean()), stopped=tokens[-1] in stops))
-        return turns
-
-
 def _tree_trainer_class() -> type:
     import torch
     from trl import GRPOTrainer
@@ -352,6 +286,7 @@ def _tree_trainer_class() -> type:
             output["advantages"] = advantages
             return output
 
+    TreeGRPOTrainer.__qualname__ = "TreeGRPOTrainer"  # it is this module's attribute once built
     return TreeGRPOTrainer
 
 
