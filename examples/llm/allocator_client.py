@@ -37,6 +37,16 @@ def _load_package():
     return trace_alloc
 
 
+def learner():
+    """trace_alloc.learn, the library's α, τ learner (from the repository's python/ when not installed)."""
+    local = str(REPO / "python")
+    if local not in sys.path:
+        sys.path.insert(0, local)
+    from trace_alloc import learn  # type: ignore
+
+    return learn
+
+
 def _plain(value):
     """Dataclasses (the package's plan) as the protocol's JSON shapes (camelCase keys)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

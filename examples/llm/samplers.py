@@ -11,13 +11,12 @@
 
 from __future__ import annotations
 
-import math
 import random
 import time
 
 import numpy as np
 
-from allocator_client import AllocatorClient
+from allocator_client import AllocatorClient, learner
 from forest import Forest, Grower
 
 
@@ -82,32 +81,23 @@ def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
 
 
 class AlphaTauAdam:
-    """SPEC §3 ascent of J = Σ w·y in (ln α, ln τ): Adam, lr 0.05, α ∈ [1e−3, 1e3], τ ∈ [1e−2, 1e2]."""
+    """SPEC §3 ascent of J = Σ w·y in (ln α, ln τ) with the library's learner (trace_alloc.learn:
+    Adam, lr 0.05, α ∈ [1e−3, 1e3], τ ∈ [1e−2, 1e2])."""
 
-    def __init__(self, alpha: float = 1.0, tau: float = 0.5, lr: float = 0.05):
-        self.a, self.b, self.lr = math.log(alpha), math.log(tau), lr
-        self.m = [0.0, 0.0]
-        self.v = [0.0, 0.0]
-        self.t = 0
+    def __init__(self):
+        self.learn = learner()
+        self.state = self.learn.create_learn_state()
 
     @property
     def alpha(self) -> float:
-        return math.exp(self.a)
+        return self.state.alpha
 
     @property
     def tau(self) -> float:
-        return math.exp(self.b)
+        return self.state.tau
 
     def ascend(self, grad: tuple[float, float]) -> None:
-        self.t += 1
-        step = []
-        for i, g in enumerate(grad):
-            self.m[i] = 0.9 * self.m[i] + 0.1 * g
-            self.v[i] = 0.999 * self.v[i] + 0.001 * g * g
-            mh, vh = self.m[i] / (1 - 0.9 ** self.t), self.v[i] / (1 - 0.999 ** self.t)
-            step.append(self.lr * mh / (math.sqrt(vh) + 1e-8))
-        self.a = min(max(self.a + step[0], math.log(1e-3)), math.log(1e3))
-        self.b = min(max(self.b + step[1], math.log(1e-2)), math.log(1e2))
+        self.state = self.learn.ascend(self.state, grad[0], grad[1])
 
 
 def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:

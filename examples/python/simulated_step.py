@@ -91,7 +91,9 @@ def main():
             for alloc in tree.allocations:
                 for _ in range(alloc.branches):
                     parent, p = alloc.node, hidden[(tid, alloc.node)]
-                    steps = max(1, min(alloc.depth, rng.randint(1, 3)))
+                    # The episode's own length: every rollout runs to its end (alloc.depth is the
+                    # fork horizon, a hint about where to fork again; this simulation does not need it).
+                    steps = rng.randint(1, 3)
                     new = []
                     e = embeddings[(tid, parent)]
                     for s in range(steps):

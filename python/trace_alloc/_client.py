@@ -8,12 +8,14 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ._columns import ArrayLike, arrow_stream, check_forest, have_pyarrow, npz_bytes
 from ._errors import TraceAllocError
 from ._plan import Plan
+from ._values import TreeValues
 
 __all__ = ["Service", "find_command"]
 
@@ -291,6 +293,62 @@ class Service:
 
     def scores(self, trees: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return self.request("scores", trees=None if trees is None else list(trees))
+
+    def values(self, trees: Optional[Sequence[str]] = None) -> List[TreeValues]:
+        """Each listed tree (default: every live tree, in tree order) as the service holds it now:
+        parent, mean reward, visits, uncertainty and terminal per node (no embeddings), so a
+        trainer that backs rollouts up with `finish_rollout` keeps no second copy of its trees."""
+        result = self.request("values", trees=None if trees is None else list(trees))
+        return [TreeValues.from_json(t) for t in result["trees"]]
+
+    def pipeline(self, requests: Sequence[Mapping[str, Any]]) -> List[Any]:
+        """Sends several requests without waiting for each answer (one round trip instead of one
+        per request) and returns their results in order. Each request is a dict with "op" and its
+        fields. The service handles them strictly in order, so every request before a rejected one
+        has taken effect and every one after it is still handled; the first rejection is raised
+        (a `TraceAllocError`) once every answer has been read."""
+        bodies: List[bytes] = []
+        rids: List[int] = []
+        for fields in requests:
+            rid = next(self._ids)
+            rids.append(rid)
+            body = {"id": rid}
+            body.update({k: v for k, v in fields.items() if v is not None})
+            try:
+                bodies.append(json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n")
+            except ValueError:
+                raise _non_finite_error(str(fields.get("op")), body) from None
+        failure: List[BaseException] = []
+
+        def write_all() -> None:
+            # A thread, so that answers filling the service's output pipe can never block its input.
+            try:
+                for line in bodies:
+                    self._write(line)
+            except BaseException as err:  # noqa: BLE001 - handed to the caller below
+                failure.append(err)
+
+        writer = threading.Thread(target=write_all, daemon=True)
+        writer.start()
+        replies = []
+        try:
+            for _ in bodies:
+                replies.append(self._read_reply())
+        finally:
+            writer.join()
+        if failure:
+            raise failure[0]
+        results = []
+        first_error: Optional[TraceAllocError] = None
+        for rid, reply in zip(rids, replies):
+            try:
+                results.append(self._finish(rid, reply))
+            except TraceAllocError as err:
+                results.append(None)
+                first_error = first_error or err
+        if first_error is not None:
+            raise first_error
+        return results
 
     def stats(self) -> Dict[str, Any]:
         return self.request("stats")

@@ -42,9 +42,9 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   'contest-gain': { value: 'K', default: String(DEFAULT_CONTEST_GAIN), meaning: 'v2: an open node heading a fork claims 1 + K × the fork\'s intensity, K >= 0' },
   'tree-floor': { value: 'Q', default: String(DEFAULT_TREE_FLOOR_V2), meaning: 'v2, with --total-budget: every live tree\'s weight is Q + its mean intensity, Q > 0' },
   widen: { value: 'L', default: String(allocateDefaults.widen), meaning: "v1 only: share of an open node's mass kept at it, scaled by its fork's intensity, L in [0, 1]" },
-  'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'depth of a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X); v1: steps a rollout takes, v2: steps within which the new branch may fork again (it runs to the end)' },
+  'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'the plan\'s depth at a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X): the fork horizon, steps below the node within which the new branch may fork again (rollouts run to the end); under --rule v1, the steps a rollout takes' },
   'depth-gain': { value: 'G', default: String(allocateDefaults.depthGain), meaning: 'how strongly priority ψ stretches depth' },
-  'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth a plan gives' },
+  'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth (fork horizon) a plan gives' },
   threads: { value: 'N', default: 'available parallelism', meaning: 'CPU scoring threads (small forests stay on one); results are the same for any N' },
   backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU, any adapter), auto (the GPU when a hardware adapter exists, else the CPU: never a CPU-emulated adapter such as lavapipe)' },
 };

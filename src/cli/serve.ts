@@ -15,7 +15,7 @@ export const SERVE_COMMAND = defineCommand({
   operands: '--stdio',
   summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
-stats, set-params, and add-columns: a columnar batch as raw bytes after its header line).
+stats, set-params, values, and add-columns: a columnar batch as raw bytes after its header line).
 Errors are responses ({"ok": false, "error": {"code", "message"}}), never
 an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).

@@ -29,6 +29,18 @@ export interface LiveStats {
   replannedTrees: number;
 }
 
+/** One tree's node fields, each array indexed by node (length: the tree's size). */
+export interface TreeValues {
+  /** Tree-local parent index, -1 for the root. */
+  parent: number[];
+  /** Mean reward of the finished rollouts through the node (or the value last set by `update`). */
+  reward: number[];
+  /** Finished rollouts through the node. */
+  visits: number[];
+  uncertainty: number[];
+  terminal: boolean[];
+}
+
 /**
  * A forest that changes while it is being planned: trees join and leave, nodes are appended,
  * rollouts finish and feed rewards back. Each change marks the sibling groups it affects;
@@ -288,6 +300,29 @@ export class LiveForest {
     }
     assertFiniteTreePlan({ id: treeId, budget: 0, unallocated: 0, allocations: [], pruned: [], scores, groups });
     return { scores, groups };
+  }
+
+  /**
+   * The node fields of one tree as they are now, one entry per node in node order (no
+   * embeddings): `reward` is the mean reward backed up by `finishRollout` (or set by `update`),
+   * `visits` the finished rollouts through the node. A trainer reads its values back here
+   * instead of keeping a second copy of every tree.
+   */
+  treeValues(treeId: string): TreeValues {
+    const s = this.store;
+    const slot = s.slotOf(treeId);
+    const lo = s.slotStart[slot], n = s.slotSize[slot];
+    const parent: number[] = new Array(n), reward: number[] = new Array(n), visits: number[] = new Array(n);
+    const uncertainty: number[] = new Array(n), terminal: boolean[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = lo + i;
+      parent[i] = s.parentRow[r] < 0 ? -1 : s.parentRow[r] - lo;
+      reward[i] = s.reward[r];
+      visits[i] = s.visits[r];
+      uncertainty[i] = s.uncertainty[r];
+      terminal[i] = s.terminal[r] === 1;
+    }
+    return { parent, reward, visits, uncertainty, terminal };
   }
 
   stats(): LiveStats {

@@ -59,6 +59,7 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['remove-tree', ['tree', 'trees']],
   ['plan', [...PLAN_FIELDS, 'scores', 'trees', 'changed']],
   ['scores', ['trees']],
+  ['values', ['trees']],
   ['stats', []],
   ['set-params', ['alpha', 'tau', 'rule']],
   ['add-columns', ADD_COLUMNS_FIELDS],
@@ -208,6 +209,11 @@ export class LiveSession {
         await live.rescore();
         const ids = this.treeList(live, req.trees);
         return { params: live.scoreParams, trees: ids.map((tree) => ({ id: tree, ...live.treeScores(tree) })) };
+      }
+      case 'values': {
+        const live = this.forest;
+        const ids = this.treeList(live, req.trees);
+        return { trees: live === undefined ? [] : ids.map((tree) => ({ id: tree, ...live.treeValues(tree) })) };
       }
       case 'stats': {
         const live = this.forest;
