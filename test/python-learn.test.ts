@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { PYTHON } from './python.js';
 import {
   Rng, createLearnState, generateForest, learnStep, learnedParams, outcomeVarianceGains, scoreCpu,
   type LearnOptions, type LearnState,
@@ -53,7 +54,7 @@ function record(seed: number, options: LearnOptions, steps: number, alpha = 1, t
 }
 
 /** The same sequence through the Python learner (trace_alloc.learn from python/), one line per step. */
-const PYTHON = `
+const SCRIPT = `
 import json, sys
 import numpy as np
 from trace_alloc.learn import LearnOptions, create_learn_state, learn_step, outcome_variance_gains
@@ -72,11 +73,11 @@ json.dump(out, sys.stdout)
 `;
 
 function runPython(sequence: Sequence): { state: LearnState; gradient: number[] }[] {
-  const python = spawnSync('python3', ['-c', PYTHON], {
+  const python = spawnSync(PYTHON, ['-c', SCRIPT], {
     input: JSON.stringify(sequence), encoding: 'utf8', timeout: 60_000, maxBuffer: 64 << 20,
     env: { ...process.env, PYTHONPATH: `${root}python`, PYTHONDONTWRITEBYTECODE: '1' },
   });
-  if (python.error || python.status !== 0) throw new Error(`python3 with numpy runs the Python learner: ${python.error?.message ?? python.stderr}`);
+  if (python.error || python.status !== 0) throw new Error(`${PYTHON} with numpy runs the Python learner: ${python.error?.message ?? python.stderr}`);
   return JSON.parse(python.stdout) as { state: LearnState; gradient: number[] }[];
 }
 
@@ -122,7 +123,7 @@ describe('the Python α, τ learner (python/trace_alloc/learn.py) against the Ty
   it('reads a TypeScript checkpoint and writes one back that TypeScript reads identically', () => {
     const { states } = record(5, { learningRate: 0.2 }, 6);
     const state = states.at(-1)!;
-    const python = spawnSync('python3', ['-c', 'import json,sys\nfrom trace_alloc.learn import LearnState\njson.dump(LearnState.from_json(json.load(sys.stdin)).to_json(), sys.stdout)'], {
+    const python = spawnSync(PYTHON, ['-c', 'import json,sys\nfrom trace_alloc.learn import LearnState\njson.dump(LearnState.from_json(json.load(sys.stdin)).to_json(), sys.stdout)'], {
       input: JSON.stringify(state), encoding: 'utf8', timeout: 60_000, env: { ...process.env, PYTHONPATH: `${root}python`, PYTHONDONTWRITEBYTECODE: '1' },
     });
     expect(python.status, python.stderr).toBe(0);

@@ -59,7 +59,9 @@ describe('trace-alloc serve --stdio (the built CLI)', () => {
       expect(summary.prompts).toBe(8);
       expect(summary.rollouts_started).toBeGreaterThan(0);
       expect(Number(summary.rollouts_finished) + Number(summary.stopped_early)).toBe(summary.rollouts_started);
-      expect(summary.stopped_early, 'the default run must show the early stop it documents').toBeGreaterThan(0);
+      // v3 never prunes a branch nothing finished through, so the half-way re-plan prunes forks
+      // (the early stop the example documents) without necessarily stopping a rollout in flight.
+      expect(summary.pruned_after_replan, 'the default run must show the early stop it documents').toBeGreaterThan(0);
       expect(summary.trees).toBe(8 - Number(summary.removed));
     }
   });

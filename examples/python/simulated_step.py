@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--dim", type=int, default=8)
     ap.add_argument("--total-budget", type=int, default=64)
-    ap.add_argument("--seed", type=int, default=6)  # a batch whose half-way re-plan stops rollouts early
+    ap.add_argument("--seed", type=int, default=6)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     command = shlex.split(args.cmd) if args.cmd else None

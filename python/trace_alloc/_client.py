@@ -354,9 +354,9 @@ class Service:
         return self.request("stats")
 
     def set_params(self, alpha: Optional[float] = None, tau: Optional[float] = None, rule: Optional[str] = None) -> Dict[str, Any]:
-        """Changes α, τ and/or the rule ("v2", the default, or "v1"); every group is re-scored."""
-        if rule is not None and rule not in ("v1", "v2"):
-            raise TraceAllocError("invalid_options", 'rule must be "v1" or "v2", got %r' % (rule,), field="rule")
+        """Changes α, τ and/or the rule ("v3", the default, "v2" or "v1"); every group is re-scored."""
+        if rule is not None and rule not in ("v1", "v2", "v3"):
+            raise TraceAllocError("invalid_options", 'rule must be "v1", "v2" or "v3", got %r' % (rule,), field="rule")
         return self.request("set-params", alpha=alpha, tau=tau, rule=rule)
 
     # -- lifetime ------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ class TreePlan:
 class Params:
     alpha: float
     tau: float
-    #: "v2" (the default rule) or "v1"; None from a service too old to say.
+    #: "v3" (the default rule), "v2" or "v1"; None from a service too old to say.
     rule: Optional[str] = None
 
 

@@ -18,8 +18,8 @@ export interface TreePlan {
 }
 
 export interface PlanJson {
-  /** α, τ and the rule (v2 or v1) that made the plan. */
-  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' };
+  /** α, τ and the rule (v3, v2 or v1) that made the plan. */
+  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' | 'v3' };
   /** Global budget mode only: the total and what no live tree could take. */
   totalBudget?: number;
   unallocated?: number;

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
+import { DEFAULT_RULE, type Rule } from '../allocate/options.js';
 import { FrameReader } from './lines.js';
 import { maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP } from './help.js';
@@ -20,7 +21,7 @@ Errors are responses ({"ok": false, "error": {"code", "message"}}), never
 an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
 Protocol: docs/PROTOCOL.md.`,
-  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
+  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2', 'v3'],
     'max-request-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', threads: 'int' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
@@ -28,7 +29,7 @@ Protocol: docs/PROTOCOL.md.`,
     dim: { value: 'N', default: 'taken from the first tree added', meaning: 'embedding dimension of the live forest' },
     alpha: { value: 'A', default: String(DEFAULT_PARAMS.alpha), meaning: "contrast damping α > 0 (set-params changes it later)" },
     tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
-    rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
+    rule: { default: DEFAULT_RULE, meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v3, or v2 and v1 (kept exactly; set-params changes it later)' },
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
     threads: { value: 'N', default: 'available parallelism', meaning: 'CPU threads for large re-scores on the cpu backend (a batch of new trees, new α/τ); small ones stay on one; plans are the same for any N' },
     ...FOREST_FLAG_HELP,
@@ -53,7 +54,7 @@ export async function runServe(argv: string[]): Promise<number> {
   const session = new LiveSession({
     backend: (values.backend as 'auto' | 'gpu' | 'cpu' | undefined) ?? 'auto',
     ...(dim !== undefined ? { dim } : {}),
-    params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
+    params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as Rule | undefined) ?? DEFAULT_RULE },
     allowUnknownFields: values['allow-unknown-fields'] === true,
     maxGroupSize: maxGroupSizeFlag(values),
     ...(threads !== undefined ? { threads } : {}),

@@ -7,7 +7,7 @@ import type { LiveBackend } from './backend.js';
 import { LivePlanner, reportedSettings, type LivePlanOptions, type LivePlanSummary } from './plan.js';
 import { LiveStore, type NodeUpdate } from './store.js';
 import { checkGathered, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
-import { resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { OptionError } from '../util/errors.js';
 import { liveShares, type ShareOptions } from './shards.js';
 
@@ -220,7 +220,7 @@ export class LiveForest {
   async globalShares(options: ShareOptions = {}): Promise<ShardShares> {
     resolveAllocateOptions({ ...options, rule: this.params.rule }); // a bad q0 re-scores nothing
     await this.rescore();
-    return liveShares(this.store, this.params.rule ?? 'v2', options);
+    return liveShares(this.store, this.params.rule ?? DEFAULT_RULE, options);
   }
 
   /**
@@ -237,7 +237,7 @@ export class LiveForest {
     checkGathered(gathered);
     if (!Number.isInteger(shardIndex) || shardIndex < 0 || shardIndex >= gathered.length) throw new OptionError(`shard index must be an integer in [0, ${gathered.length - 1}], got ${String(shardIndex)}`);
     const entry = gathered[shardIndex];
-    const now = liveShares(this.store, this.params.rule ?? 'v2', options);
+    const now = liveShares(this.store, this.params.rule ?? DEFAULT_RULE, options);
     if (this.dirtyGroupCount > 0 || entry.fingerprint !== now.fingerprint) {
       throw new StaleSharesError(`shares[${shardIndex}] do not match this shard's trees as they are now (fingerprint ${String(entry.fingerprint)}, now ${this.dirtyGroupCount > 0 ? 'changed, scores pending' : now.fingerprint}): the trees changed after phase 1; run phase 1 again`);
     }

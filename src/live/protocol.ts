@@ -2,7 +2,7 @@ import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
-import { resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { checkGathered, shareFingerprint, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
 import type { Backend } from '../backend/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
@@ -49,7 +49,7 @@ export interface SessionOptions {
 }
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
-const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
+const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'forkKeep', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
 /** The operations and the fields each takes; a Map so that no request key reaches Object.prototype. */
 const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
   ['add-tree', ['tree', 'trees']],
@@ -196,7 +196,7 @@ export class LiveSession {
         const options = req.treeFloor === undefined ? {} : { treeFloor: req.treeFloor as number };
         const live = this.forest;
         if (live === undefined) {
-          const rule = this.params().rule ?? 'v2';
+          const rule = this.params().rule ?? DEFAULT_RULE;
           const { treeFloor } = resolveAllocateOptions({ ...options, rule });
           return { rule, treeFloor, live: [], q: [], fingerprint: shareFingerprint(rule, treeFloor, [], [], [], []) };
         }
@@ -228,7 +228,7 @@ export class LiveSession {
           next[k] = req[k] as number;
         }
         if (req.rule !== undefined) {
-          if (req.rule !== 'v1' && req.rule !== 'v2') throw new RequestError('invalid_options', `"rule" must be "v1" or "v2", got ${describeValue(req.rule)}`);
+          if (req.rule !== 'v1' && req.rule !== 'v2' && req.rule !== 'v3') throw new RequestError('invalid_options', `"rule" must be "v1", "v2" or "v3", got ${describeValue(req.rule)}`);
           next.rule = req.rule;
         }
         next = resolveParams(next);
