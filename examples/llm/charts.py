@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-COLORS = {"independent": "#1f77b4", "uniform": "#ff7f0e", "trace": "#2ca02c", "trace-learned": "#d62728"}
-LABELS = {"independent": "Independent chains (GRPO)", "uniform": "Uniform expansion (Tree-GRPO)",
-          "trace": "TRACE (default α, τ)", "trace-learned": "TRACE (learned α, τ)"}
-W, H, L, R, T, B = 640, 400, 60, 220, 40, 50
+from report import LABELS
+
+COLORS = {"independent": "#1f77b4", "uniform": "#ff7f0e", "entropy": "#9467bd", "trace": "#2ca02c",
+          "trace-v2": "#8c564b", "trace-learned": "#d62728", "independent-1.5x": "#6baed6", "independent-2x": "#08306b"}
+DASHED = {"independent-1.5x", "independent-2x"}  # the compute-equivalence rows
+W, H, L, R, T, B = 720, 420, 60, 260, 40, 50
 
 
 def _esc(s: str) -> str:
@@ -61,8 +63,9 @@ def curve_svg(summary: dict, title: str) -> str:
         band = [(sx(p["tokens"]), sy(p["ci95"][1])) for p in pts] + [(sx(p["tokens"]), sy(p["ci95"][0])) for p in reversed(pts)]
         c = COLORS.get(s, "#555")
         out.append('<polygon points="%s" fill="%s" fill-opacity="0.12" stroke="none"/>' % (" ".join("%.1f,%.1f" % q for q in band), c))
-        out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>' % (
-            " ".join("%.1f,%.1f" % (sx(p["tokens"]), sy(p["mean"])) for p in pts), c))
+        out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>' % (
+            " ".join("%.1f,%.1f" % (sx(p["tokens"]), sy(p["mean"])) for p in pts), c,
+            ' stroke-dasharray="6,3"' if s in DASHED else ""))
     return "\n".join(out + _legend(names) + ["</svg>"]) + "\n"
 
 
@@ -79,12 +82,12 @@ def bars_svg(summary: dict, title: str) -> str:
         out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (x, sy(v["mean"]), slot * 0.6, H - B - sy(v["mean"]), c))
         xc = x + slot * 0.3
         out.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="black"/>' % (xc, xc, sy(v["ci95"][0]), sy(v["ci95"][1])))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%.3f</text>' % (xc, H - B + 16, v["mean"]))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%.1f</text>' % (xc, H - B + 16, 100 * v["mean"]))
     return "\n".join(out + _legend(names) + ["</svg>"]) + "\n"
 
 
 def write_charts(result: dict, folder: Path) -> None:
     s = result["summary"]["samplers"]
     n = next(iter(s.values()))["final_success"]["n"]
-    (folder / "curve.svg").write_text(curve_svg(s, "Tiny GPT-2, calculator task: success vs tokens (mean, 95%% CI, %d seeds)" % n))
+    (folder / "curve.svg").write_text(curve_svg(s, "GPT-2 policy, calculator task: success vs tokens (mean, 95%% CI, %d seeds)" % n))
     (folder / "final.svg").write_text(bars_svg(s, "Final success at equal tokens (mean, 95%% CI, %d seeds)" % n))
