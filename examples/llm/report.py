@@ -187,10 +187,14 @@ def markdown(result: dict) -> str:
     summ = result["summary"]
     s, d = summ["samplers"], summ["paired_differences"]
     n = next(iter(s.values()))["final_success"]["n"]
+    asked = result.get("seeds_asked", n)
+    seeds = "%d seeds" % n if n == asked else "%d of the %d seeds asked (the others did not start before the time limit)" % (n, asked)
+    if not result.get("finished", True):
+        seeds += ", written while the run was going on (it did not finish)"
     lines = ["# GPT-2 policy on the calculator task: results", "",
-             "`%s` — %d seeds, %d steps × %d generated tokens (compute-equivalence rows: 1.5× and 2×), %d prompts per step "
+             "`%s` — %s, %d steps × %d generated tokens (compute-equivalence rows: 1.5× and 2×), %d prompts per step "
              "from a pool of %d; a %d-layer, %d-wide GPT-2 on %s; default trace-alloc rule in this run: %s; %s." % (
-                 result["command"], n, c["steps"], c["tokens_per_step"], c["prompts_per_step"], c["prompt_pool"],
+                 result["command"], seeds, c["steps"], c["tokens_per_step"], c["prompts_per_step"], c["prompt_pool"],
                  c["layers"], c["hidden"], c["device"], a.get("default_rule"), a.get("transport")), "",
              "## Verdict", ""] + ["- " + x for x in verdict(summ)] + ["",
              "## Success", "",
@@ -243,8 +247,8 @@ def markdown(result: dict) -> str:
                 v["allocator_ms_per_step"]["mean"], _pts(v["allocator_share"], False),
                 "α %.2f [%.2f, %.2f], τ %.2f [%.2f, %.2f]" % (learned["alpha_geomean"], *learned["alpha_range"], learned["tau_geomean"], *learned["tau_range"])
                 if learned else "—"))
-    lines += ["", "Machine: %s, %d cores, Python %s, torch %s, transformers %s, Node %s; %d processes; load average %.1f at the "
+    lines += ["", "Machine: %s%s, %d cores, Python %s, torch %s, transformers %s, Node %s; %d processes; load average %.1f at the "
               "start, %.1f at the end; wall %.0f s; trace-alloc commit %s." % (
-                  m["cpu"], m["cores"], m["python"], m["torch"], m["transformers"], m["node"], m["processes"],
+                  m["cpu"], ", GPU " + m["gpu"] if m.get("gpu") else "", m["cores"], m["python"], m["torch"], m["transformers"], m["node"], m["processes"],
                   m["loadavg_start"][0], m["loadavg_end"][0], m["wall_s"], m["trace_alloc_commit"]), ""]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -56,7 +57,10 @@ def machine(processes: int) -> dict:
         node = subprocess.run([service_command()[0], "--version"], capture_output=True, text=True).stdout.strip()
     except OSError:
         node = "missing"
-    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    try:
+        commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:  # no git (the GPU machine): the bundle's commit
+        commit = ""
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {"cpu": cpu, "cores": os.cpu_count(), "gpu": gpu, "platform": platform.platform(),
             "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
@@ -64,12 +68,20 @@ def machine(processes: int) -> dict:
             "loadavg_start": os.getloadavg(), "processes": processes}
 
 
-def run_jobs(jobs: list[tuple[dict, list[str], float]], processes: int) -> list[dict]:
-    """Seeds in `processes` worker processes (spawned: CUDA and the services start fresh in each)."""
+def run_jobs(jobs: list[tuple[dict, list[str], float]], processes: int, done) -> list[dict]:
+    """Seeds in `processes` worker processes (spawned: CUDA and the services start fresh in each);
+    `done(runs)` is called with the runs so far each time a seed finishes."""
+    runs: list[dict] = []
     if processes > 1 and len(jobs) > 1:
         with mp.get_context("spawn").Pool(min(processes, len(jobs))) as pool:
-            return [r for rs in pool.imap(run_seed, jobs, chunksize=1) for r in rs]
-    return [r for job in jobs for r in run_seed(job)]
+            for rs in pool.imap_unordered(run_seed, jobs, chunksize=1):
+                runs += rs
+                done(runs)
+        return runs
+    for job in jobs:
+        runs += run_seed(job)
+        done(runs)
+    return runs
 
 
 def main() -> int:
@@ -107,34 +119,47 @@ def main() -> int:
     t0 = time.time()
     stop_at = t0 + args.stop_after_s if args.stop_after_s is not None else float("inf")
     jobs = [(asdict(Config(seed=s, **overrides)), samplers, stop_at) for s in range(args.first_seed, args.first_seed + args.seeds)]
-    runs = run_jobs(jobs, args.processes)
-    info["wall_s"] = time.time() - t0
-    info["loadavg_end"] = os.getloadavg()
-    info["seeds_asked"] = args.seeds
-    trace = next((r for r in runs if r["sampler"] == "trace"), None) or next((r for r in runs if "rule" in r), None)
     result = {
         "command": "python3 examples/llm/run.py " + " ".join(sys.argv[1:]),
         "profile": args.profile,
         "machine": info,
         "config": jobs[0][0],
-        "allocator": {"transport": trace["transport"], "default_rule": trace["rule"] if trace["sampler"] == "trace" else None}
-        if trace else None,
-        "decoder_gap": max((r["decoder_gap"] for r in runs), default=None),
-        "runs": runs,
+        "seeds_asked": args.seeds,
     }
     out.mkdir(parents=True, exist_ok=True)
-    result["summary"] = summarize(runs, samplers) if runs else None
-    (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-    return report(out, result)
+
+    def write(runs: list[dict], final: bool = False) -> int:
+        """results.json, summary.md and the charts from the seeds finished so far (a run stopped
+        from outside keeps what it had)."""
+        info["wall_s"] = time.time() - t0
+        info["loadavg_end"] = os.getloadavg()
+        trace = next((r for r in runs if r["sampler"] == "trace"), None)
+        result.update(
+            finished=final,
+            allocator={"transport": trace["transport"], "default_rule": trace["rule"]} if trace else None,
+            decoder_gap=max((r["decoder_gap"] for r in runs), default=None),
+            runs=sorted(runs, key=lambda r: (r["seed"], samplers.index(r["sampler"]))),
+        )
+        result["summary"] = summarize(result["runs"], samplers) if runs else None
+        (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+        return report(out, result, quiet=not final)
+
+    # Stopped from outside (`timeout`): leave through the pool's exit, which ends the workers and
+    # with them their services; the seeds finished so far are already written.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
+    runs = run_jobs(jobs, args.processes, write)
+    return write(runs, final=True)
 
 
-def report(out: Path, result: dict) -> int:
+def report(out: Path, result: dict, quiet: bool = False) -> int:
     if not result["runs"]:
         print("no seed finished before --stop-after-s: nothing to report", file=sys.stderr)
         return 1
     result["summary"] = summarize(result["runs"], list(dict.fromkeys(r["sampler"] for r in result["runs"])))
     write_charts(result, out)
     (out / "summary.md").write_text(markdown(result))
+    if quiet:
+        return 0
     for s, v in result["summary"]["samplers"].items():
         print("%-16s final %.3f [%.3f, %.3f]  mean %.3f [%.3f, %.3f]  step %.2fs%s" % (
             s, v["final_success"]["mean"], *v["final_success"]["ci95"], v["mean_success"]["mean"], *v["mean_success"]["ci95"],
