@@ -43,7 +43,7 @@ class AllocatorClient:
         self.nodes_sent: list[int] = []  # nodes per forest sent
         self._ids: list[str] = []
         self._client = pkg.Service(service_command(rule))
-        self.transport = "trace_alloc package %s, binary add_forest" % getattr(pkg, "__version__", "?")
+        self.transport = "trace_alloc package %s, binary add_forest (npz)" % getattr(pkg, "__version__", "?")
         t0 = time.perf_counter()
         self.service = self.stats()  # waits for the service to be up, so start-up is not counted per step
         self.startup_s = time.perf_counter() - t0
@@ -58,8 +58,10 @@ class AllocatorClient:
         same = list(ids) == self._ids
         if self._ids and not same:
             self._client.remove_trees(self._ids)
+        # npz whether or not pyarrow is installed: the GPU machine has pyarrow and this one may not,
+        # and the path tested here must be the one that runs there.
         self._client.add_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding,
-                                tree_id=list(ids), replace=same)
+                                tree_id=list(ids), replace=same, container="npz")
         self._ids = list(ids)
         self.forests_sent += 1
         self.nodes_sent.append(int(tree_offset[-1]))
