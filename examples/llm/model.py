@@ -8,6 +8,7 @@ after it, so the logits at each sequence's own positions are exact without an at
 from __future__ import annotations
 
 import random
+from typing import Callable
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -37,14 +38,18 @@ def pad_batch(seqs: list[list[int]], device: torch.device | str = "cpu") -> tupl
     return ids.to(device), torch.tensor([len(s) for s in seqs], dtype=torch.long, device=device)
 
 
-def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr: float = 3e-3) -> float:
-    """Next-token cross-entropy on random solved transcripts; returns the last batch's loss."""
+def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr: float = 3e-3,
+             done: Callable[[], bool] | None = None, check_every: int = 25) -> tuple[float, int]:
+    """Next-token cross-entropy on random solved transcripts, `steps` batches, or fewer when
+    `done()` (asked every `check_every` steps, the model in eval mode) says so; returns the last
+    batch's loss and the steps taken."""
     device = next(model.parameters()).device
     rng = random.Random(seed * 7 + 3)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    model.train()
     loss = torch.tensor(float("nan"))
-    for _ in range(steps):
+    taken = 0
+    for taken in range(1, steps + 1):
+        model.train()
         ids, _ = pad_batch([transcript(rng) for _ in range(batch)], device)
         labels = ids.clone()
         labels[labels == PAD] = -100
@@ -52,8 +57,12 @@ def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if done is not None and taken % check_every == 0:
+            model.eval()
+            if done():
+                break
     model.eval()
-    return float(loss)
+    return float(loss.detach()), taken
 
 
 def weighted_log_prob(model: GPT2LMHeadModel, seqs: list[list[int]], weights: list[list[float]]) -> torch.Tensor:

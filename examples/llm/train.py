@@ -37,6 +37,10 @@ class Config:
     prompts_per_step: int = 8
     tokens_per_step: int = 1024  # generated-token budget of one training step
     pretrain_steps: int = 450
+    # When > 0: pre-training stops at the first check (every 25 steps) where the policy's success
+    # on the seed's prompts reaches this (at most pretrain_steps): a start that is weak but not
+    # saturated whatever the model's size (the GPU profile's larger model learns faster).
+    pretrain_until: float = 0.0
     learning_rate: float = 5e-4
     eval_every: int = 8
     eval_samples: int = 32  # sampled episodes per prompt at each evaluation point (common random numbers)
@@ -48,13 +52,16 @@ class Config:
     device: str = "cpu"
 
 
-def seed_setup(cfg: Config):
+def seed_setup(cfg: Config, table: torch.Tensor):
     """The seed's prompts and its pre-trained policy, shared by every sampler (a paired comparison)."""
     prompts = make_prompts(random.Random(cfg.seed * 31 + 1), cfg.prompt_pool)
     model = build_model(cfg.seed, cfg.layers, cfg.hidden, cfg.heads).to(cfg.device)
     t0 = time.perf_counter()
-    loss = pretrain(model, cfg.seed, cfg.pretrain_steps)
-    return prompts, model, {"pretrain_loss": loss, "pretrain_s": time.perf_counter() - t0}
+    done = None
+    if cfg.pretrain_until > 0:
+        done = lambda: evaluate(model, prompts, cfg.eval_samples, table)["success"] >= cfg.pretrain_until  # noqa: E731
+    loss, taken = pretrain(model, cfg.seed, cfg.pretrain_steps, done=done)
+    return prompts, model, {"pretrain_loss": loss, "pretrain_steps_taken": taken, "pretrain_s": time.perf_counter() - t0}
 
 
 def eval_table(cfg: Config, stream: int = 1) -> torch.Tensor:
@@ -210,14 +217,14 @@ def run_seed(args: tuple[dict, list[str], float]) -> list[dict]:
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     cfg = Config(**cfg_dict)
+    table = eval_table(cfg)
     c0 = _cpu_s()
-    prompts, model, info = seed_setup(cfg)
+    prompts, model, info = seed_setup(cfg, table)
     info["pretrain_cpu_s"] = _cpu_s() - c0
     info["decoder_gap"] = max_logit_gap(model)
     if not info["decoder_gap"] <= MAX_DECODER_GAP:
         raise AssertionError("seed %d: the decoder's logits differ from the transformers forward pass by %g (> %g)"
                              % (cfg.seed, info["decoder_gap"], MAX_DECODER_GAP))
-    table = eval_table(cfg)
     check = eval_table(cfg, 2) if cfg.eval_check else None
     first = evaluate(model, prompts, cfg.eval_samples, table)
     out = []

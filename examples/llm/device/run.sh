@@ -3,7 +3,7 @@
 # run's task, samplers and steps with an 8-layer, 256-wide GPT-2 on the GPU, 64 seeds in parallel
 # worker processes, TRACE through the bundled Node service. Needs there: python3 with torch
 # (CUDA) and transformers, no Node, no network. From the repository root, the bundle carried:
-#   bash examples/llm/device/run.sh OUT_DIR            # the H200 run (about 5 minutes)
+#   bash examples/llm/device/run.sh OUT_DIR            # the H200 run (at most about 5 minutes)
 #   bash examples/llm/device/run.sh OUT_DIR --tiny     # the same path at a tiny size on the CPU (its test)
 # Writes into OUT_DIR: results.json, summary.md, curve.svg, final.svg (rewritten as each seed
 # finishes, so a run stopped from outside keeps the seeds it finished) and run.log.
@@ -52,9 +52,9 @@ export TRACE_ALLOC_COMMIT=$(sed -n 's/^commit //p' "$app/MANIFEST")
 if [ -n "$tiny" ]; then
   profile=h200-tiny seeds=${TRACE_ALLOC_LLM_SEEDS:-4} processes=2 stop_after=60 limit=240
 else
-  # One worker per core, two left for the services and the system; seeds start until 200 s,
-  # and the whole run is stopped at 330 s (each finished seed is already written).
-  profile=h200 seeds=${TRACE_ALLOC_LLM_SEEDS:-64} processes=$(( cores > 4 ? cores - 2 : 2 )) stop_after=200 limit=330
+  # One worker per core (the services are idle between plans); seeds start until 180 s, and the
+  # whole run is stopped at 290 s (each finished seed is already written).
+  profile=h200 seeds=${TRACE_ALLOC_LLM_SEEDS:-64} processes=$(( cores > 2 ? cores : 2 )) stop_after=180 limit=290
 fi
 say "run.py --profile $profile --seeds $seeds --processes $processes (no seed starts after ${stop_after} s; stopped at ${limit} s)"
 set +e
