@@ -42,7 +42,7 @@ class Config:
     # saturated whatever the model's size (the GPU profile's larger model learns faster).
     pretrain_until: float = 0.0
     learning_rate: float = 5e-4
-    eval_every: int = 8
+    eval_every: int = 10
     eval_samples: int = 32  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
