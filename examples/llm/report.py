@@ -25,13 +25,15 @@ LABELS = {
 
 
 def _by_sampler(runs: list[dict], samplers: list[str]) -> dict[str, list[dict]]:
+    """Each sampler's runs in seed order (a sampler may run on fewer seeds: `run.py --full-seeds`)."""
     by = {s: sorted((r for r in runs if r["sampler"] == s), key=lambda r: r["seed"]) for s in samplers}
-    seeds = [r["seed"] for r in by[samplers[0]]]
-    for s, rs in by.items():
-        if [r["seed"] for r in rs] != seeds:
-            raise ValueError("sampler %s ran on seeds %s, %s on %s: pairs need the same seeds"
-                             % (s, [r["seed"] for r in rs], samplers[0], seeds))
-    return by
+    return {s: rs for s, rs in by.items() if rs}
+
+
+def _paired_runs(a: list[dict], b: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The two samplers' runs on the seeds both ran, in seed order."""
+    common = {r["seed"] for r in a} & {r["seed"] for r in b}
+    return [r for r in a if r["seed"] in common], [r for r in b if r["seed"] in common]
 
 
 def _steps_mean(r: dict, key: str) -> float:
@@ -133,9 +135,10 @@ def summarize(runs: list[dict], samplers: list[str]) -> dict:
     by = _by_sampler(runs, samplers)
     out = {s: sampler_summary(rs) for s, rs in by.items()}
     diffs = {}
-    for a, b in comparisons(samplers):
+    for a, b in comparisons(list(by)):
+        ra, rb = _paired_runs(by[a], by[b])
         for metric in ("final_success", "mean_success"):
-            diffs["%s - %s, %s" % (a, b, metric)] = paired([r[metric] for r in by[a]], [r[metric] for r in by[b]])
+            diffs["%s - %s, %s" % (a, b, metric)] = paired([r[metric] for r in ra], [r[metric] for r in rb])
     return {"samplers": out, "paired_differences": diffs, "compute_equivalence": compute_equivalence(out)}
 
 
@@ -151,7 +154,7 @@ def _separable(v: dict) -> bool:
 def verdict(summary: dict, resolution: float = 0.03) -> list[str]:
     """Sentences that say only what the paired intervals allow."""
     s, d = summary["samplers"], summary["paired_differences"]
-    if next(iter(s.values()))["final_success"]["n"] < 2:
+    if max(v["final_success"]["n"] for v in s.values()) < 2:
         return ["One seed: no interval, so no verdict."]
     lines = []
     key = "%s - %s, final_success" % (DEFAULT_TRACE, BASELINE)
@@ -171,10 +174,7 @@ def verdict(summary: dict, resolution: float = 0.03) -> list[str]:
                      % (100 * h, "within" if h <= resolution else "NOT within", 100 * resolution, v["n"]))
     for a, b in [(a, b) for a, b in comparisons(list(s)) if (a, b) != (DEFAULT_TRACE, BASELINE)]:
         v = d["%s - %s, final_success" % (a, b)]
-        if _separable(v):
-            lines.append("%s − %s: separable, %s points." % (a, b, _pts(v)))
-        else:
-            lines.append("%s − %s: not separable, %s points." % (a, b, _pts(v)))
+        lines.append("%s − %s: %s, %s points (%d seeds)." % (a, b, "separable" if _separable(v) else "not separable", _pts(v), v["n"]))
     ce = summary.get("compute_equivalence")
     if ce:
         lines.append("Compute-equivalence: %s." % ce["reading"])
@@ -186,7 +186,7 @@ def markdown(result: dict) -> str:
     m, c, a = result["machine"], result["config"], result.get("allocator") or {}
     summ = result["summary"]
     s, d = summ["samplers"], summ["paired_differences"]
-    n = next(iter(s.values()))["final_success"]["n"]
+    n = len({r["seed"] for r in result["runs"]})
     asked = result.get("seeds_asked", n)
     seeds = "%d seeds" % n if n == asked else "%d of the %d seeds asked (the others did not start before the time limit)" % (n, asked)
     if not result.get("finished", True):
@@ -201,23 +201,23 @@ def markdown(result: dict) -> str:
              "Final success: the policy after the last step, %d sampled episodes per prompt of the pool (temperature 1, "
              "the same random numbers for every sampler of a seed). Mean success: the mean of the learning curve's points "
              "after step 0. Δ: paired by seed against independent chains at equal tokens, in points." % c["eval_samples"], "",
-             "| sampler | tokens / step | final success % | Δ final | mean success % | Δ mean | mixed-outcome groups % | "
+             "| sampler | seeds | tokens / step | final success % | Δ final | mean success % | Δ mean | mixed-outcome groups % | "
              "rollouts / step | successful rollouts / step | generation batches / step | step s | allocator share % |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, v in s.items():
         df = d.get("%s - %s, final_success" % (name, BASELINE))
         dm = d.get("%s - %s, mean_success" % (name, BASELINE))
-        lines.append("| %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.2f | %s |" % (
-            name, v["tokens_per_step"], _pts(v["final_success"], False), _pts(df) if df else "—",
+        lines.append("| %s | %d | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.2f | %s |" % (
+            name, v["final_success"]["n"], v["tokens_per_step"], _pts(v["final_success"], False), _pts(df) if df else "—",
             _pts(v["mean_success"], False), _pts(dm) if dm else "—", _pts(v["mixed_group_ratio"], False),
             v["rollouts_per_step"]["mean"], v["successes_per_step"]["mean"], v["batches_per_step"]["mean"],
             v["step_s"]["mean"], _pts(v["allocator_share"], False) if "allocator_share" in v else "—"))
     lines += ["", "## Paired differences (row − column, points, 95% t-interval over seeds; * separable)", "",
-              "| difference | final success | mean success |", "|---|---|---|"]
+              "| difference | seeds | final success | mean success |", "|---|---|---|---|"]
     for a2, b2 in comparisons(list(s)):
         f, mm = d["%s - %s, final_success" % (a2, b2)], d["%s - %s, mean_success" % (a2, b2)]
-        lines.append("| %s − %s | %s%s | %s%s |" % (a2, b2, _pts(f), " *" if _separable(f) else "",
-                                                      _pts(mm), " *" if _separable(mm) else ""))
+        lines.append("| %s − %s | %d | %s%s | %s%s |" % (a2, b2, f["n"], _pts(f), " *" if _separable(f) else "",
+                                                           _pts(mm), " *" if _separable(mm) else ""))
     ce = summ.get("compute_equivalence")
     if ce:
         lines += ["", "## Compute-equivalence", "",

@@ -35,6 +35,8 @@ from charts import write_charts  # noqa: E402
 from report import markdown, summarize  # noqa: E402
 from train import SAMPLERS, Config, run_seed  # noqa: E402
 
+# The comparison the committed run is sized for (`--full-seeds`).
+PRIMARY = ("independent", "trace")
 # Settings that differ from `Config`'s defaults (the committed CPU run), by profile.
 PROFILES = {
     "cpu": {},
@@ -99,6 +101,9 @@ def main() -> int:
     ap.add_argument("--profile", choices=sorted(PROFILES), default="cpu")
     ap.add_argument("--smoke", action="store_true", help="--profile smoke --seeds 1 (CI)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
+    ap.add_argument("--full-seeds", type=int, default=None, metavar="K",
+                    help="only the first K seeds run every sampler; later seeds run independent and trace only "
+                         "(the comparison the run is sized for)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a Config field (e.g. steps=20)")
     ap.add_argument("--stop-after-s", type=float, default=None,
@@ -127,7 +132,9 @@ def main() -> int:
     stop_at = t0 + args.stop_after_s if args.stop_after_s is not None else float("inf")
     # Every process runs its first seed whatever the clock says (starting the workers can take a
     # minute on a loaded machine); later seeds start only before the limit.
-    jobs = [(asdict(Config(seed=s, **overrides)), samplers, stop_at if i >= args.processes else float("inf"))
+    full = args.seeds if args.full_seeds is None else args.full_seeds
+    primary = [s for s in samplers if s in PRIMARY]
+    jobs = [(asdict(Config(seed=s, **overrides)), samplers if i < full else primary, stop_at if i >= args.processes else float("inf"))
             for i, s in enumerate(range(args.first_seed, args.first_seed + args.seeds))]
     result = {
         "command": "python3 examples/llm/run.py " + " ".join(sys.argv[1:]),

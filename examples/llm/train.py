@@ -32,7 +32,7 @@ MAX_DECODER_GAP = 1e-4  # largest logit difference allowed between decode.Decode
 @dataclass
 class Config:
     seed: int = 0
-    steps: int = 40
+    steps: int = 50
     prompt_pool: int = 32  # distinct prompts of the seed (trained on and evaluated on)
     prompts_per_step: int = 8
     tokens_per_step: int = 1024  # generated-token budget of one training step
@@ -43,7 +43,7 @@ class Config:
     pretrain_until: float = 0.0
     learning_rate: float = 5e-4
     eval_every: int = 10
-    eval_samples: int = 32  # sampled episodes per prompt at each evaluation point (common random numbers)
+    eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
