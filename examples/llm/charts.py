@@ -55,7 +55,7 @@ def curve_svg(summary: dict, title: str) -> str:
     xmax = max(p["tokens"] for s in names for p in summary[s]["curve"]) or 1
     ymax = _nice_max(max(p["ci95"][1] for s in names for p in summary[s]["curve"]))
     sx = lambda v: L + (W - L - R) * v / xmax  # noqa: E731
-    sy = lambda v: H - B - (H - T - B) * max(0.0, v) / ymax  # noqa: E731
+    sy = lambda v: H - B - (H - T - B) * min(max(0.0, v), ymax) / ymax  # noqa: E731
     out = _frame(title, "generated tokens (training budget spent)", "success rate", [xmax * i / 4 for i in range(5)],
                  [ymax * i / 4 for i in range(5)], sx, sy)
     for s in names:
@@ -72,7 +72,7 @@ def curve_svg(summary: dict, title: str) -> str:
 def bars_svg(summary: dict, title: str) -> str:
     names = list(summary)
     ymax = _nice_max(max(summary[s]["final_success"]["ci95"][1] for s in names))
-    sy = lambda v: H - B - (H - T - B) * max(0.0, v) / ymax  # noqa: E731
+    sy = lambda v: H - B - (H - T - B) * min(max(0.0, v), ymax) / ymax  # noqa: E731
     slot = (W - L - R) / len(names)
     out = _frame(title, "sampler", "final success rate", [], [ymax * i / 4 for i in range(5)], lambda v: 0, sy)
     for i, s in enumerate(names):
@@ -88,6 +88,7 @@ def bars_svg(summary: dict, title: str) -> str:
 
 def write_charts(result: dict, folder: Path) -> None:
     s = result["summary"]["samplers"]
-    n = next(iter(s.values()))["final_success"]["n"]
-    (folder / "curve.svg").write_text(curve_svg(s, "GPT-2 policy, calculator task: success vs tokens (mean, 95%% CI, %d seeds)" % n))
-    (folder / "final.svg").write_text(bars_svg(s, "Final success at equal tokens (mean, 95%% CI, %d seeds)" % n))
+    counts = sorted({v["final_success"]["n"] for v in s.values()})
+    n = "%d seeds" % counts[0] if len(counts) == 1 else "%s seeds by row" % "/".join(map(str, counts))
+    (folder / "curve.svg").write_text(curve_svg(s, "GPT-2 policy, calculator task: success vs tokens (mean, 95%% CI; %s)" % n))
+    (folder / "final.svg").write_text(bars_svg(s, "Final success (mean, 95%% CI; %s)" % n))

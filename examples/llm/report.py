@@ -106,25 +106,28 @@ def comparisons(samplers: list[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
-def compute_equivalence(summary: dict) -> dict | None:
+def compute_equivalence(by: dict[str, list[dict]]) -> dict | None:
     """Where TRACE's mean final success falls on the chains' final success against their token
-    multiplier (1, 1.5, 2; linear in between): the tokens chains need to match it, as a multiple
-    of TRACE's; None without the three chain rows and TRACE."""
-    rows = [(m, summary[s]["final_success"]["mean"]) for m, s in sorted(CHAINS_BY_TOKENS.items()) if s in summary]
-    if len(rows) < 3 or DEFAULT_TRACE not in summary:
+    multiplier (1, 1.5, 2; linear in between), on the seeds all four rows ran: the tokens chains
+    need to match it, as a multiple of TRACE's; None without the three chain rows and TRACE."""
+    rows = [DEFAULT_TRACE] + list(CHAINS_BY_TOKENS.values())
+    if any(s not in by for s in rows):
         return None
-    target = summary[DEFAULT_TRACE]["final_success"]["mean"]
-    out = {"chains": {str(m): v for m, v in rows}, "trace": target}
-    if target <= rows[0][1]:
+    common = set.intersection(*({r["seed"] for r in by[s]} for s in rows))
+    mean = {s: sum(r["final_success"] for r in by[s] if r["seed"] in common) / len(common) for s in rows}
+    chains = [(m, mean[s]) for m, s in sorted(CHAINS_BY_TOKENS.items())]
+    target = mean[DEFAULT_TRACE]
+    out = {"seeds": len(common), "chains": {str(m): v for m, v in chains}, "trace": target}
+    if target <= chains[0][1]:
         out.update(multiplier=None, reading="at or below chains at 1× tokens: no saving")
         return out
-    for (m0, v0), (m1, v1) in zip(rows, rows[1:]):
+    for (m0, v0), (m1, v1) in zip(chains, chains[1:]):
         if v0 < target <= v1:
             m = m0 + (m1 - m0) * (target - v0) / (v1 - v0)
             out.update(multiplier=m, reading="chains need about %.2f× TRACE's tokens (means, linear between measured rows)" % m)
             return out
-    if target <= max(v for _, v in rows):
-        # The chains' curve is not monotone in tokens here: say so instead of interpolating.
+    if target <= max(v for _, v in chains):
+        # The chains' final success is not monotone in tokens here: say so instead of interpolating.
         out.update(multiplier=None, reading="chains' final success is not monotone in tokens here; no single multiplier")
         return out
     out.update(multiplier=None, reading="above chains at 2× tokens: a saving beyond 2×, not resolved by these rows")
@@ -139,7 +142,7 @@ def summarize(runs: list[dict], samplers: list[str]) -> dict:
         ra, rb = _paired_runs(by[a], by[b])
         for metric in ("final_success", "mean_success"):
             diffs["%s - %s, %s" % (a, b, metric)] = paired([r[metric] for r in ra], [r[metric] for r in rb])
-    return {"samplers": out, "paired_differences": diffs, "compute_equivalence": compute_equivalence(out)}
+    return {"samplers": out, "paired_differences": diffs, "compute_equivalence": compute_equivalence(by)}
 
 
 def _pts(v: dict, sign: bool = True) -> str:
@@ -167,9 +170,9 @@ def verdict(summary: dict, resolution: float = 0.03) -> list[str]:
             lines.append("Final success of TRACE (rule %s) is separably %s than independent chains at equal tokens: %s points."
                          % (rule, word, _pts(v)))
         else:
-            lines.append("Final success of TRACE (rule %s) and independent chains at equal tokens cannot be told apart: %s points; "
-                         "the interval excludes differences larger than %.1f points either way."
-                         % (rule, _pts(v), 100 * max(abs(v["ci95"][0]), abs(v["ci95"][1]))))
+            lines.append("Final success of TRACE (rule %s) and independent chains at equal tokens cannot be told apart: %s points "
+                         "(95%%: TRACE is at most %.1f points worse and at most %.1f points better)."
+                         % (rule, _pts(v), -100 * v["ci95"][0], 100 * v["ci95"][1]))
         lines.append("Resolution: the interval's half-width is %.1f points (%s the %.0f-point goal) over %d seeds."
                      % (100 * h, "within" if h <= resolution else "NOT within", 100 * resolution, v["n"]))
     for a, b in [(a, b) for a, b in comparisons(list(s)) if (a, b) != (DEFAULT_TRACE, BASELINE)]:
@@ -221,9 +224,10 @@ def markdown(result: dict) -> str:
     ce = summ.get("compute_equivalence")
     if ce:
         lines += ["", "## Compute-equivalence", "",
-                  "Mean final success of independent chains with 1×, 1.5× and 2× the tokens per step: %s; TRACE (default rule) "
-                  "at 1×: %.1f%%. Reading: %s." % (", ".join("%s× %.1f%%" % (k, 100 * v) for k, v in ce["chains"].items()),
-                                                   100 * ce["trace"], ce["reading"])]
+                  "Mean final success over the %d seeds all these rows ran, independent chains with 1×, 1.5× and 2× the "
+                  "tokens per step: %s; TRACE (default rule) at 1×: %.1f%%. Reading: %s." % (
+                      ce["seeds"], ", ".join("%s× %.1f%%" % (k, 100 * v) for k, v in ce["chains"].items()),
+                      100 * ce["trace"], ce["reading"])]
     diffs = sorted({k for v in s.values() for k in v["start_by_difficulty"]})
     lines += ["", "## By difficulty (fewest calls to the target), success % at step 0 → final", "",
               "| sampler | " + " | ".join("difficulty %s" % k for k in diffs) + " |", "|---|" + "---|" * len(diffs)]

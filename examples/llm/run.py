@@ -1,6 +1,6 @@
 """Trains the GPT-2 policy with each sampler over several seeds and writes the results.
 
-    python3 examples/llm/run.py --seeds 24 --out examples/llm/results       # the committed run
+    python3 examples/llm/run.py --seeds 60 --full-seeds 12 --out examples/llm/results   # the committed run
     python3 examples/llm/run.py --smoke --out /tmp/llm-smoke                 # CI: 1 seed, a few steps
     python3 examples/llm/run.py --profile h200 --out OUT                     # the borrowed-GPU run (device/run.sh)
 
@@ -45,9 +45,9 @@ PROFILES = {
                   eval_every=3, eval_samples=2),
     # The borrowed H200: an 8-layer, 256-wide GPT-2 (6.3 M parameters) on the committed run's task,
     # samplers and tokens per step; pre-trained until 15% success (its size learns faster), and
-    # 20 steps, sized so that 64 seeds fit the device time (an estimate; README.md).
+    # 30 steps, sized so that 64 seeds fit the device time (an estimate; README.md).
     "h200": dict(layers=8, hidden=256, heads=8, device="cuda", pretrain_steps=1500, pretrain_until=0.15,
-                 steps=20, eval_every=5),
+                 steps=30, eval_every=10),
     # The H200 profile's code path at a tiny size on the CPU (device/run.sh --tiny, its test).
     "h200-tiny": dict(layers=8, hidden=32, heads=4, steps=2, prompt_pool=8, prompts_per_step=4, tokens_per_step=96,
                       pretrain_steps=50, pretrain_until=0.9, eval_every=2, eval_samples=2),
@@ -94,14 +94,14 @@ def run_jobs(jobs: list[tuple[dict, list[str], float]], processes: int, done) ->
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, default=24)
+    ap.add_argument("--seeds", type=int, default=60)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--profile", choices=sorted(PROFILES), default="cpu")
     ap.add_argument("--smoke", action="store_true", help="--profile smoke --seeds 1 (CI)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
-    ap.add_argument("--full-seeds", type=int, default=None, metavar="K",
+    ap.add_argument("--full-seeds", type=int, default=12, metavar="K",
                     help="only the first K seeds run every sampler; later seeds run independent and trace only "
                          "(the comparison the run is sized for)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -132,7 +132,7 @@ def main() -> int:
     stop_at = t0 + args.stop_after_s if args.stop_after_s is not None else float("inf")
     # Every process runs its first seed whatever the clock says (starting the workers can take a
     # minute on a loaded machine); later seeds start only before the limit.
-    full = args.seeds if args.full_seeds is None else args.full_seeds
+    full = args.full_seeds
     primary = [s for s in samplers if s in PRIMARY]
     jobs = [(asdict(Config(seed=s, **overrides)), samplers if i < full else primary, stop_at if i >= args.processes else float("inf"))
             for i, s in enumerate(range(args.first_seed, args.first_seed + args.seeds))]
@@ -158,7 +158,7 @@ def main() -> int:
             runs=sorted(runs, key=lambda r: (r["seed"], samplers.index(r["sampler"]))),
         )
         result["summary"] = summarize(result["runs"], samplers) if runs else None
-        (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+        (out / "results.json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
         return report(out, result, quiet=not final)
 
     # Stopped from outside (`timeout`): leave through the pool's exit, which ends the workers and

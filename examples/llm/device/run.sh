@@ -50,16 +50,17 @@ say "cores: $cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 export TRACE_ALLOC_COMMIT=$(sed -n 's/^commit //p' "$app/MANIFEST")
 if [ -n "$tiny" ]; then
-  profile=h200-tiny seeds=${TRACE_ALLOC_LLM_SEEDS:-4} processes=2 stop_after=60 limit=240
+  profile=h200-tiny seeds=${TRACE_ALLOC_LLM_SEEDS:-4} full=1 processes=2 stop_after=60 limit=240
 else
   # One worker per core (the services are idle between plans); seeds start until 180 s, and the
   # whole run is stopped at 290 s (each finished seed is already written).
-  profile=h200 seeds=${TRACE_ALLOC_LLM_SEEDS:-64} processes=$(( cores > 2 ? cores : 2 )) stop_after=180 limit=290
+  # Every sampler on the first 8 seeds, independent chains and TRACE on all 64 (as the committed run).
+  profile=h200 seeds=${TRACE_ALLOC_LLM_SEEDS:-64} full=8 processes=$(( cores > 2 ? cores : 2 )) stop_after=180 limit=290
 fi
-say "run.py --profile $profile --seeds $seeds --processes $processes (no seed starts after ${stop_after} s; stopped at ${limit} s)"
+say "run.py --profile $profile --seeds $seeds --full-seeds $full --processes $processes (no seed starts after ${stop_after} s; stopped at ${limit} s)"
 set +e
-timeout "$limit" python3 "$repo/examples/llm/run.py" --profile "$profile" --seeds "$seeds" --processes "$processes" \
-  --stop-after-s "$stop_after" --out "$outdir" 2>&1 | tee -a "$log"
+timeout "$limit" python3 "$repo/examples/llm/run.py" --profile "$profile" --seeds "$seeds" --full-seeds "$full" \
+  --processes "$processes" --stop-after-s "$stop_after" --out "$outdir" 2>&1 | tee -a "$log"
 code=${PIPESTATUS[0]}
 set -e
 [ "$code" = 124 ] && say "stopped at ${limit} s: results.json holds the seeds that had finished"
