@@ -48,13 +48,16 @@ describe('examples/llm/allocator_client.py', () => {
   const script = `
 import numpy as np
 from allocator_client import AllocatorClient
-with AllocatorClient() as c:
+c = AllocatorClient()
+try:
     cols = (np.array([0, 3]), np.array([-1, 0, 0]), np.array([0.0, 1.0, 0.0]), np.array([4, 2, 2]),
             np.array([0.0, 0.2, 0.1]), np.zeros(3, dtype=bool), np.array([[1, 0], [1, 0.1], [0, 1]], dtype=np.float32))
     c.sync_forest(["q"], *cols)
     c.sync_forest(["q"], *cols)
     plan = c.plan(8)
     print(c.transport, "|", plan["trees"][0]["budget"], c.stats()["trees"])
+finally:
+    c.close()
 `;
   it('talks to the service through the trace_alloc package (binary columns; no fallback module)', () => {
     const r = spawnSync(PYTHON, ['-c', script], { cwd: `${REPO}examples/llm`, encoding: 'utf8', timeout: 60_000, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
