@@ -24,7 +24,7 @@ describe('examples/python/sharded_plan.py', () => {
     });
     expect(run.status, run.stdout + run.stderr).toBe(0);
     const verdict = JSON.parse(run.stdout.trim().split('\n').pop()!) as { identical: boolean; ranks: number; rules: string[]; twin_trees_across_ranks: number };
-    expect(verdict).toMatchObject({ identical: true, ranks: 4, rules: ['v2', 'v1'] });
+    expect(verdict).toMatchObject({ identical: true, ranks: 4, rules: ['v3', 'v2', 'v1'] });
     expect(verdict.twin_trees_across_ranks).toBeGreaterThan(0);
   }, 250_000);
 });
