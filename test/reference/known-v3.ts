@@ -41,9 +41,9 @@ export function zeroStayAtOpenFork(tree: SpecTree, a: TreeAllocationV3, s: { wei
 }
 
 /**
- * Claims that are all near the subnormal range in the document's suggested scaled form
- * (M = max(0, max ln ψ_p)): a terminal root (no claim of 1) with κ·ψ·I below about 10⁻²⁹⁰ (a
- * subnormal κ, or a reward gap of 5·10⁻³²⁴). The CLI computes them there and loses their precision
+ * Claims that are all near the subnormal range in a scaled form with M floored at 0
+ * (M = max(0, max ln ψ_p), which is what the library's answers look like): a terminal root (no
+ * claim of 1) with κ·ψ·I below about 10⁻²⁹⁰ (a subnormal κ, or a reward gap of 5·10⁻³²⁴). The CLI computes them there and loses their precision
  * or their value; the document asks for x within 1e−9 of exact arithmetic.
  */
 export function subnormalClaims(a: TreeAllocationV3): boolean {

@@ -7,9 +7,10 @@
  *
  * Claims are computed in a scaled form that is exact up to rounding whatever the depth: every
  * part of every claim is carried as its natural logarithm (ln ψ = Σ ln(k_p·w_c) along the path),
- * and all parts are divided by the largest one before they are exponentiated. The document's
- * own suggestion (M = max(0, max ln ψ_p over the contested forks)) gives the same x wherever no
- * part underflows in it; `literalScaledFormDiffers` says where it would not.
+ * and all parts are divided by the largest one before they are exponentiated (the document's
+ * example of a scaled form). The form with M floored at 0, M = max(0, max ln ψ_p over the
+ * contested forks), gives the same x wherever no part underflows in it;
+ * `literalScaledFormDiffers` says where it would not.
  *
  * Besides the plan it reports where its own discrete decisions are *tied* in the document's
  * sense ("Precision, ties and refusals"), so a comparison may follow the other implementation
@@ -190,12 +191,12 @@ export interface ClaimsV3 {
   /** Whether p is a contested fork (reached, k ≥ 2, I > 0). */
   contested: boolean[];
   /**
-   * The document's suggested scaled form (M = max(0, max ln ψ_p over contested forks)) would let
-   * a part of some claim underflow to 0 that is not below 2⁻¹⁰⁷⁴ of the largest claim: there two
-   * careful implementations may differ.
+   * The scaled form with M floored at 0 (M = max(0, max ln ψ_p over contested forks)) would let
+   * a part of some claim underflow to 0 that is not below 2⁻¹⁰⁷⁴ of the largest claim: the
+   * library computes there (reference/known-v3.ts, subnormalClaims).
    */
   literalScaledFormDiffers: boolean;
-  /** The largest part of any claim in the document's suggested scaled form (0 when none). */
+  /** The largest part of any claim in that form (0 when none). */
   literalLargestPart: number;
 }
 
