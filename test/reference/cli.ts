@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Plan, SpecParams } from './spec.js';
 import type { V2Params, V2Plan } from './v2.js';
+import type { V3Params, V3Plan } from './v3.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -91,4 +92,46 @@ export function scoreFileV2(file: string, params: V2Params, opts: V2FlagOptions 
   const r = runCli(args);
   if (r.status !== 0) throw new Error(`trace-alloc ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
   return JSON.parse(r.stdout) as V2Plan;
+}
+
+export interface V3FlagOptions {
+  /** Spell out every setting, defaults included. */
+  explicit?: boolean;
+  /** No --rule flag (v3 is the default), `--rule v3`, or `--rule=v3`. */
+  rule?: 'default' | 'spaced' | 'joined';
+  /** Pass this --widen too: a v1 setting v3 must accept and ignore. */
+  widen?: number;
+}
+
+/** The score flags for a v3 parameter set (minDepth has no flag: it must be 1). */
+export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
+  if (p.minDepth !== 1) throw new Error(`minDepth ${p.minDepth} has no CLI flag`);
+  const f: string[] = o.rule === 'spaced' ? ['--rule', 'v3'] : o.rule === 'joined' ? ['--rule=v3'] : [];
+  const put = (flag: string, value: number, dflt: number) => {
+    if (value !== dflt || o.explicit) f.push(flag, String(value));
+  };
+  put('--alpha', p.alpha, 1);
+  put('--tau', p.tau, 0.5);
+  put('--prune-ratio', p.pruneRatio, 0.5);
+  put('--contest-gain', p.contestGain, 4);
+  put('--fork-keep', p.forkKeep, 0.25);
+  put('--base-depth', p.baseDepth, 4);
+  put('--depth-gain', p.depthGain, 1);
+  if (p.maxDepth !== undefined) f.push('--max-depth', String(p.maxDepth));
+  if (o.widen !== undefined) f.push('--widen', String(o.widen));
+  if (p.budget.kind === 'perTree') put('--budget', p.budget.budget, 16);
+  else {
+    f.push('--total-budget', String(p.budget.total));
+    put('--min-per-tree', p.budget.minPerTree, 1);
+  }
+  put('--tree-floor', p.treeFloor, 1); // accepted with a per-tree budget too, where it has no effect
+  return f;
+}
+
+/** `trace-alloc score FILE --scores --backend cpu [v3 flags]`, parsed; throws with stderr on a non-zero exit. */
+export function scoreFileV3(file: string, params: V3Params, opts: V3FlagOptions = {}): V3Plan {
+  const args = ['score', file, '--scores', '--backend', 'cpu', ...v3Flags(params, opts)];
+  const r = runCli(args);
+  if (r.status !== 0) throw new Error(`trace-alloc ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
+  return JSON.parse(r.stdout) as V3Plan;
 }

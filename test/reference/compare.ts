@@ -29,7 +29,7 @@ function symmetricDifference(a: readonly number[], b: readonly number[]): number
 }
 
 /** Invariants every plan tree must keep whatever the tie resolution: order, positivity, Σ b_v + unallocated = budget. */
-function checkShape(tree: PlanTree, where: string, out: string[]): void {
+export function checkShape(tree: PlanTree, where: string, out: string[]): void {
   let sum = 0;
   let last = -1;
   for (const a of tree.allocations) {
