@@ -142,11 +142,13 @@ export function flowContestV3(
   }
   // ν: the reward of the finished rollouts through a node, rescaled to [0, 1] over the tree's
   // range (the nearest visited ancestor's for a node none went through; 1 without a range).
-  const range = rHi - rLo;
+  // Rewards near ±1e308 overflow hi − lo: the ratio is then taken over quarter-scaled rewards.
+  const quarter = !Number.isFinite(rHi - rLo);
+  const range = quarter ? rHi / 4 - rLo / 4 : rHi - rLo;
   for (let v = lo; v < hi; v++) {
     const i = v - lo, p = parentRow[v];
     if (!(range > 0)) viability[i] = 1;
-    else if (visits[v] > 0) viability[i] = Math.min(1, Math.max(0, (reward[v] - rLo) / range));
+    else if (visits[v] > 0) viability[i] = Math.min(1, Math.max(0, (quarter ? reward[v] / 4 - rLo / 4 : reward[v] - rLo) / range));
     else viability[i] = p < 0 ? 1 : viability[p - lo];
   }
   // Regions: a chain of single-child steps belongs to the child of a fork (or of the root) above it.
@@ -181,7 +183,9 @@ export function flowContestV3(
         taken += share;
       }
     }
-    if (open) claim[i] += passed - taken;
+    // What no child takes is Σ w·(1 − ν)/W of what was passed: never negative, though the
+    // difference can round below 0 when every ν is 1 (η = 0 would then place B + 1 branches).
+    if (open) claim[i] += Math.max(0, passed - taken);
   }
   for (let v = lo + 1; v < hi; v++) {
     const i = v - lo;

@@ -6,39 +6,8 @@
  * starts to pass (and so fails as `it.fails`): delete the predicate here and turn the case into `it`.
  */
 import type { SpecForest, SpecTree } from './spec.js';
-import { distance, isTerminal, rewardOf, siblingGroups, unitVector, visitsOf } from './v3-scores.js';
+import { distance, siblingGroups, unitVector } from './v3-scores.js';
 import type { TreeAllocationV3, V3Params, V3Result } from './v3.js';
-
-/**
- * Visited rewards that span more than the float64 range (hi − lo overflows, e.g. +10³⁰⁸ and
- * −10³⁰⁸): the CLI's ν is not finite and the whole tree falls back to an equal spread over its
- * reached open nodes, even with an open root (the document's ν is a number in [0, 1], and the
- * fallback needs Σπ = 0).
- */
-export function rewardSpanOverflows(tree: SpecTree): boolean {
-  const visited = tree.nodes.filter((v) => visitsOf(v) > 0).map(rewardOf);
-  return visited.length > 0 && !Number.isFinite(Math.max(...visited) - Math.min(...visited));
-}
-
-/**
- * An open contested fork below the root that keeps (almost) nothing itself (η ≈ 0) while its kept
- * children take (almost) all it passes (every ν = 1): what stays with it, P − Σ g_c, is 0 in exact
- * arithmetic, and the CLI's float subtraction can make it a negative claim; ⌊x⌋ = −1 then hands
- * an extra unit elsewhere and the tree places B + 1 branches.
- */
-export function zeroStayAtOpenFork(tree: SpecTree, a: TreeAllocationV3, s: { weight: number[] }, p: V3Params): boolean {
-  if (p.forkKeep > 1e-12) return false;
-  return a.contested.some((isFork, f) => {
-    if (!isFork || f === 0 || isTerminal(tree.nodes[f])) return false;
-    let W = 0;
-    let untaken = 0;
-    for (const c of a.kept[f]) {
-      W += s.weight[c];
-      untaken += s.weight[c] * (1 - a.nu[c]);
-    }
-    return W > 0 && untaken <= 1e-12 * W;
-  });
-}
 
 /**
  * Claims that are all near the subnormal range in a scaled form with M floored at 0
@@ -48,22 +17,6 @@ export function zeroStayAtOpenFork(tree: SpecTree, a: TreeAllocationV3, s: { wei
  */
 export function subnormalClaims(a: TreeAllocationV3): boolean {
   return a.claim.some((c) => c > 0) && a.literalLargestPart < 1e-290;
-}
-
-/**
- * A ψ beyond the float64 range (ln ψ > ln(max float64) or < ln(min positive float64)) on a node
- * whose exact fork horizon D0·ψ^γ is ordinary (0 < γ small): the CLI takes ψ = ∞ (maxDepth) or
- * ψ = 0 (minDepth) there.
- */
-export function depthOfFarPsi(a: TreeAllocationV3, p: V3Params): boolean {
-  if (p.depthGain === 0) return false;
-  const maxDepth = p.maxDepth ?? 4 * p.baseDepth;
-  return a.lnPsi.some((l, v) => {
-    if (!Number.isFinite(l)) return false;
-    if (l > Math.log(Number.MAX_VALUE)) return a.depth[v] !== maxDepth;
-    if (l < Math.log(Number.MIN_VALUE)) return a.depth[v] !== p.minDepth;
-    return false;
-  });
 }
 
 /**
@@ -82,7 +35,7 @@ export function extremeAlphaNearDuplicates(tree: SpecTree, p: V3Params): boolean
 }
 
 /** Which known disagreement a tree hits; `scores` ones make the whole tree incomparable. */
-export type KnownDisagreement = 'extremeAlphaNearDuplicates' | 'rewardSpanOverflows' | 'zeroStayAtOpenFork' | 'subnormalClaims' | 'depthOfFarPsi';
+export type KnownDisagreement = 'extremeAlphaNearDuplicates' | 'subnormalClaims';
 
 /** The trees of a forest whose allocation (or, for a score disagreement, everything) the comparison must skip. */
 export function knownDisagreements(forest: SpecForest, params: V3Params, ref: V3Result): Map<number, KnownDisagreement> {
@@ -90,10 +43,7 @@ export function knownDisagreements(forest: SpecForest, params: V3Params, ref: V3
   forest.trees.forEach((tree, t) => {
     const a = ref.trees[t];
     if (extremeAlphaNearDuplicates(tree, params)) out.set(t, 'extremeAlphaNearDuplicates');
-    else if (rewardSpanOverflows(tree)) out.set(t, 'rewardSpanOverflows');
-    else if (zeroStayAtOpenFork(tree, a, ref.scores[t], params)) out.set(t, 'zeroStayAtOpenFork');
     else if (subnormalClaims(a)) out.set(t, 'subnormalClaims');
-    else if (depthOfFarPsi(a, params)) out.set(t, 'depthOfFarPsi');
   });
   return out;
 }

@@ -318,15 +318,17 @@ export function largestRemainder(x: readonly number[], total: number): Rounding 
 
 /**
  * depth_v = clamp(⌊D0·ψ^γ + 0.5⌋, minDepth, maxDepth), from ln ψ: ψ^0 = 1 for every ψ, ψ = 0
- * with γ > 0 gives minDepth, and a D0·ψ^γ beyond the float64 range counts as above maxDepth. A ψ
- * that only its logarithm can hold (beyond the float64 range either way) still gives the depth
- * of exact arithmetic. `tiedEdge`: D0·ψ^γ + 0.5 is tied with an integer that the clamp keeps.
+ * with γ > 0 gives minDepth, and a D0·ψ^γ beyond the float64 range counts as above maxDepth. ψ
+ * here is the float64 value exp(ln ψ) (the document's Depth section): +∞ beyond the float64
+ * range (maxDepth when γ > 0), 0 below it (minDepth when γ > 0). `tiedEdge`: D0·ψ^γ + 0.5 is
+ * tied with an integer that the clamp keeps.
  */
 export function forkHorizon(lnPsi: number, p: V3Params): { depth: number; tiedEdge: boolean } {
   const maxDepth = p.maxDepth ?? 4 * p.baseDepth;
   let raw: number;
   if (p.depthGain === 0) raw = p.baseDepth + 0.5;
-  else if (lnPsi === -Infinity) raw = 0.5;
+  else if (Math.exp(lnPsi) === 0) raw = 0.5;
+  else if (Math.exp(lnPsi) === Infinity) raw = Infinity;
   else {
     const lnScaled = Math.log(p.baseDepth) + p.depthGain * lnPsi;
     raw = lnScaled > 700 ? Infinity : Math.exp(lnScaled) + 0.5;
