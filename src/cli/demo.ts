@@ -110,8 +110,9 @@ export interface ForkRollouts {
 
 /**
  * The `count` forks below the root that received the most rollouts (at the fork plus below
- * it), most first; ties to the more contested fork (higher intensity), then the earlier row. Root forks are left out: a root's own rollouts are
- * the prompt's fresh share, not something the fork drew.
+ * it), most first, at most one per tree (its first in this order); ties to the more contested
+ * fork (higher intensity), then the earlier row. Root forks are left out: a root's own
+ * rollouts are the prompt's fresh share, not something the fork drew.
  */
 export function forksByRollouts(forest: PackedForest, intensity: ArrayLike<number>, allocation: Allocation, count: number): ForkRollouts[] {
   const under = Float64Array.from(allocation.branches);
@@ -123,7 +124,14 @@ export function forksByRollouts(forest: PackedForest, intensity: ArrayLike<numbe
     forks.push({ row, group: g, atFork: allocation.branches[row], below: under[row] - allocation.branches[row] });
   }
   forks.sort((a, b) => b.atFork + b.below - (a.atFork + a.below) || intensity[b.group] - intensity[a.group] || a.row - b.row);
-  return forks.slice(0, count);
+  // Forks nested in one tree share the rollouts below the deepest: one per tree says more.
+  const seen = new Set<number>();
+  return forks.filter((fork) => {
+    const tree = forest.nodeTree[fork.row];
+    if (seen.has(tree)) return false;
+    seen.add(tree);
+    return true;
+  }).slice(0, count);
 }
 
 interface SummaryContext {
@@ -174,8 +182,8 @@ function summarize(forest: PackedForest, scores: Scores, allocation: Allocation,
   lines.push(`  starts    ${pct(atRoots, placed)} of the rollouts start at a prompt (fresh chains), ${pct(placed - atRoots, placed)} inside a tree`);
   lines.push(`  depth     mean ${(depthSum / Math.max(1, placed)).toFixed(2)} (${depthMeaning(rule).tooltip})`);
   lines.push(`  pruned    ${fmt(pruned)} branches stopped early (${pct(pruned, children)} of children)`);
-  lines.push('', `  forks below the root that received the most rollouts (I: how contested the fork is, 0 to 1; w: its children's weights;`);
-  lines.push(`  rollouts: at the fork + below it, of the tree's budget):`);
+  lines.push('', `  forks below the root that received the most rollouts, one per tree (I: how contested the fork is, 0 to 1;`);
+  lines.push(`  w: its children's weights; rollouts: at the fork + below it, of the tree's budget):`);
   if (forks.length === 0) lines.push('    none: every rollout starts at a prompt');
   for (const fork of forks) {
     const t = forest.nodeTree[fork.row];
