@@ -34,6 +34,7 @@ measured success of each.`,
   flags: { ...SCORE_FLAGS, trees: 'int', seed: 'int', dim: 'int', 'min-nodes': 'int', 'max-nodes': 'int', view: 'string', 'compare-seeds': 'int' },
   docs: {
     ...SCORE_FLAG_HELP,
+    budget: { value: 'N', default: 'off', meaning: 'new rollouts per tree, the same for every tree, instead of the demo\'s global budget' },
     'total-budget': { value: 'N', default: '16 × trees', meaning: 'one budget for the whole forest, split across live trees (the demo\'s default mode)' },
     trees: { value: 'N', default: '4096', meaning: 'synthetic rollout trees to generate' },
     seed: { value: 'S', default: '1', meaning: 'seed of the generator and of the comparison (the same seed gives the same output, timings aside)' },
