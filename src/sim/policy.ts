@@ -33,7 +33,7 @@ export class TabularPolicy {
     return { action: last, logProb: Math.log(p[last]) };
   }
 
-  /** Entropy of π(·|s) divided by ln |A|, in [0, 1] (SPEC's suggested uncertainty). */
+  /** Entropy of π(·|s) divided by ln |A|, in [0, 1] (the uncertainty the simulations give TRACE). */
   normalizedEntropy(state: number): number {
     const p = this.distribution(state);
     let h = 0;
