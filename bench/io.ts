@@ -7,9 +7,9 @@
  * (CPU) of the same forest, measured here. Workloads: W1 (4096 trees × 85 nodes, dim 128) and a
  * wide forest (1024 trees × 21 nodes, dim 4096), float32 embeddings, seeded.
  *
- *   npm run bench:io               # writes bench/results/io-latest.{json,md}, refreshes the README section
+ *   npm run bench:io               # writes bench/results/io-latest.{json,md}, refreshes the section of docs/BENCHMARKS.md
  *   npm run bench:io -- --quick    # small forests, one sample, writes nothing (smoke test)
- *   npm run bench:io -- --report   # re-render io-latest.md and the README section from io-latest.json
+ *   npm run bench:io -- --report   # re-render io-latest.md and the docs/BENCHMARKS.md section from io-latest.json
  *
  * The Python side is bench/io_driver.py (the trace_alloc package from python/); the CLI is the
  * built one (npm run build first). Every path's plan is checked equal to the binary path's.
@@ -125,7 +125,7 @@ function report(r: IoResult): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The README's summary between its bench:io markers: the headline ratios of the committed run. */
+/** The summary between the bench:io markers of docs/BENCHMARKS.md: the headline ratios of the committed run. */
 function readmeSection(r: IoResult): string {
   const m = r.machine;
   const rows = ['| path | W1 | wide |', '| --- | ---: | ---: |'];
@@ -145,7 +145,7 @@ function readmeSection(r: IoResult): string {
     `From numpy arrays in Python to the plan back in Python (\`npm run bench:io\`, ${r.date.slice(0, 10)}, ${m.cpuModel}, ${m.cores} cores, ` +
       `other processes used ${Math.round((m.otherCpuShare ?? 0) * 100)} % of the CPU during the run${m.shared ? ': a shared machine, so absolute times are inflated' : ''}). ` +
       'Medians in seconds, and in brackets the ratio to in-process score + allocate of the same forest in the same run; W1 is 4096 trees × 85 nodes, dim 128; wide is 1024 trees × 21 nodes, dim 4096; float32 embeddings. ' +
-      'Full table, samples and method: [`bench/results/io-latest.md`](bench/results/io-latest.md).',
+      'Full table, samples and method: [`bench/results/io-latest.md`](../bench/results/io-latest.md).',
     '',
     ...rows,
     '<!-- bench:io:end -->',
@@ -153,17 +153,17 @@ function readmeSection(r: IoResult): string {
 }
 
 function refreshReadme(r: IoResult): void {
-  const path = join(root, 'README.md');
+  const path = join(root, 'docs', 'BENCHMARKS.md');
   const text = readFileSync(path, 'utf8');
   const start = text.indexOf('<!-- bench:io:start -->');
   const end = text.indexOf('<!-- bench:io:end -->');
-  if (start < 0 || end < 0) { process.stderr.write('README.md has no bench:io markers; not refreshed\n'); return; }
+  if (start < 0 || end < 0) { process.stderr.write('docs/BENCHMARKS.md has no bench:io markers; not refreshed\n'); return; }
   writeFileSync(path, text.slice(0, start) + readmeSection(r) + text.slice(end + '<!-- bench:io:end -->'.length));
 }
 
 const resultsFile = join(root, 'bench/results/io-latest.json');
 if (process.argv.includes('--report')) {
-  // Re-render the report and the README section from the committed results, measuring nothing.
+  // Re-render the report and the docs/BENCHMARKS.md section from the committed results, measuring nothing.
   const r = JSON.parse(readFileSync(resultsFile, 'utf8')) as IoResult;
   writeFileSync(join(root, 'bench/results/io-latest.md'), report(r));
   refreshReadme(r);

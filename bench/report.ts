@@ -238,9 +238,9 @@ export const README_START = '<!-- bench:w1:start -->';
 export const README_END = '<!-- bench:w1:end -->';
 
 /**
- * Replaces the text between the README's bench markers with the run line and the W1 section of
- * the generated report, so the README's figures always come from a committed results file.
- * Returns the README unchanged when it has no markers.
+ * Replaces the text between the bench markers of docs/BENCHMARKS.md (where the README's figures moved) with the run line and the W1 section of
+ * the generated report, so those figures always come from a committed results file.
+ * Returns the text unchanged when it has no markers.
  */
 export function injectIntoReadme(readme: string, latestMd: string, jsonName: string): string {
   const from = readme.indexOf(README_START), to = readme.indexOf(README_END);
@@ -279,9 +279,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const outDir = at > 0 ? (process.argv[at + 1] as string) : path.dirname(file);
   const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
   // As in run.ts: only a report written to the committed results folder itself refreshes the
-  // README's W1 section (a side run such as results/threads/ must not replace it).
+  // W1 section of docs/BENCHMARKS.md (a side run such as results/threads/ must not replace it).
   const here = path.dirname(fileURLToPath(import.meta.url));
   const main = path.resolve(outDir) === path.join(here, 'results');
-  const readme = main ? path.join(here, '..', 'README.md') : undefined;
+  const readme = main ? path.join(here, '..', 'docs', 'BENCHMARKS.md') : undefined;
   for (const p of writeReport(results, path.basename(file), outDir, readme)) console.log(`wrote ${p}`);
 }

@@ -289,9 +289,9 @@ async function main(): Promise<void> {
   const name = `${started.toISOString().slice(0, 10)}-${adapterSlug(adapter)}${flags.quick ? '-quick' : ''}.json`;
   const file = path.join(flags.outDir, name);
   writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
-  // Only a run that writes to the committed results folder refreshes the README's W1 section.
+  // Only a run that writes to the committed results folder refreshes the W1 section of docs/BENCHMARKS.md.
   const defaultDir = path.resolve(flags.outDir) === path.resolve(here, 'results');
-  const written = writeReport(out, name, flags.outDir, defaultDir ? path.join(here, '..', 'README.md') : undefined);
+  const written = writeReport(out, name, flags.outDir, defaultDir ? path.join(here, '..', 'docs', 'BENCHMARKS.md') : undefined);
 
   console.log('');
   console.log(markdownTable(['workload', ...PATHS_PRINTED.map((p) => PATH_LABEL[p])], results.map((r) => [r.id, ...PATHS_PRINTED.map((p) => r.figures[p]?.meanMs ?? '—')])));

@@ -189,7 +189,7 @@ describe('sample counts', () => {
     expect(md).toMatch(/\| dim-0 label \| 21504 \| 10 \| — \| 0\.5 \| 3 · — · 3 \|/);
   });
 
-  it('the committed report and the README section are what bench/report.ts renders from the committed JSON', async () => {
+  it('the committed report and the W1 section of docs/BENCHMARKS.md are what bench/report.ts renders from the committed JSON', async () => {
     const { readFileSync } = await import('node:fs');
     const { injectIntoReadme } = await import('../bench/report.js');
     const at = (p: string) => new URL(`../${p}`, import.meta.url);
@@ -198,7 +198,8 @@ describe('sample counts', () => {
     const rendered = renderReport(JSON.parse(readFileSync(at(`bench/results/${json}`), 'utf8')) as BenchResults, json).files;
     expect(committed).toBe(rendered['latest.md']);
     for (const chart of Object.values(CHARTS)) expect(readFileSync(at(`bench/results/${chart}`), 'utf8'), chart).toBe(rendered[chart]);
-    const readme = readFileSync(at('README.md'), 'utf8');
+    const readme = readFileSync(at('docs/BENCHMARKS.md'), 'utf8');
+    expect(readme).toContain('<!-- bench:w1:start -->');
     expect(injectIntoReadme(readme, rendered['latest.md']!, json)).toBe(readme);
   });
 });

@@ -133,19 +133,26 @@ describe('trace-alloc score', () => {
 describe('trace-alloc demo', () => {
   it('prints a summary with the time per phase', () => {
     const view = join(dir, 'demo-view.html');
-    const r = runCli(['demo', '--trees', '64', '--seed', '3', '--backend', 'cpu', '--view', view]);
+    const r = runCli(['demo', '--trees', '64', '--seed', '3', '--backend', 'cpu', '--view', view, '--compare-seeds', '0']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`view      ${view}`);
     expect(readFileSync(view, 'utf8')).toMatch(/^<!doctype html>/i);
-    expect(r.stdout).toMatch(/64 synthetic rollout trees \(seed 3, dim 64\), scored on cpu/);
+    expect(r.stdout).toMatch(/rule v3 on 64 synthetic rollout trees \(seed 3, dim 64\), scored on cpu/);
     for (const phase of ['generate + pack', 'score (cpu)', 'allocate', 'total']) expect(r.stdout).toContain(phase);
-    expect(r.stdout).toMatch(/budget +1,024 rollouts: 1,024 placed/);
-    expect(r.stdout).toMatch(/most contested forks/);
+    expect(r.stdout).toMatch(/budget +1,024 rollouts for the whole forest \(--total-budget; 16\.0 per tree on average\): 1,024 placed/);
+    expect(r.stdout).toMatch(/forks below the root that received the most rollouts/);
+    expect(r.stdout).not.toMatch(/simulated check/);
+  });
+
+  it('keeps a budget per tree when asked for one', () => {
+    const r = runCli(['demo', '--trees', '16', '--seed', '3', '--backend', 'cpu', '--budget', '8', '--view', join(dir, 'demo-b.html'), '--compare-seeds', '0']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/budget +128 rollouts \(--budget, the same for every tree\): 128 placed/);
   });
 
   it('writes its view to $TMPDIR/trace-alloc-demo.html without --view', () => {
     const own = mkdtempSync(join(dir, 'tmp-'));
-    const r = runCli(['demo', '--trees', '8', '--backend', 'cpu'], undefined, { TMPDIR: own });
+    const r = runCli(['demo', '--trees', '8', '--backend', 'cpu', '--compare-seeds', '0'], undefined, { TMPDIR: own });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`view      ${join(own, 'trace-alloc-demo.html')}`);
     expect(existsSync(join(own, 'trace-alloc-demo.html'))).toBe(true);

@@ -1,9 +1,9 @@
 // The docs stand alone: no pointer to files a reader of the repository or the package cannot
-// see (a spec kept elsewhere, a shared folder, issue numbers), and every CLI flag and protocol
-// operation is documented somewhere a user looks.
+// see (a spec kept elsewhere, a shared folder, issue numbers), every link leads somewhere, and
+// every CLI flag and protocol operation is documented somewhere a user looks.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEMO_COMMAND } from '../src/cli/demo.js';
@@ -73,9 +73,63 @@ describe('docs refer only to what the reader has', () => {
   });
 });
 
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped (letters of any script kept), spaces to hyphens. */
+export function anchorOf(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
+
+/** The anchors of a Markdown file's headings (fenced code left out; a repeated heading gets -1, -2, … as on GitHub). */
+function anchorsOf(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const anchors = new Set<string>();
+  for (const [, text] of markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6}\s+(.*)$/gm)) {
+    const base = anchorOf(text);
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    anchors.add(count === 0 ? base : `${base}-${count}`);
+  }
+  return anchors;
+}
+
+/** Relative links of a Markdown file (`[..](target)`, images too; web links left out) that lead nowhere: no such file, or no such heading. */
+function brokenLinks(file: string): string[] {
+  const text = readFileSync(join(REPO, file), 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+  const broken: string[] = [];
+  for (const [, target] of text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+    const [path, anchor] = target.split('#');
+    const into = path === '' ? join(REPO, file) : join(REPO, dirname(file), path);
+    if (!existsSync(into)) { broken.push(`${target}: no such file`); continue; }
+    if (anchor !== undefined && /\.md$/i.test(into) && !anchorsOf(readFileSync(into, 'utf8')).has(decodeURIComponent(anchor))) broken.push(`${target}: no such heading`);
+  }
+  return broken;
+}
+
+describe('links lead somewhere', () => {
+  it.each(userDocs())('%s', (file) => {
+    expect(brokenLinks(file)).toEqual([]);
+  });
+
+  it('makes anchors as GitHub does', () => {
+    expect(anchorOf('The demo: `trace-alloc demo`')).toBe('the-demo-trace-alloc-demo');
+    expect(anchorOf('Learning α and τ')).toBe('learning-α-and-τ');
+    expect(anchorOf('Input paths (`npm run bench:io`)')).toBe('input-paths-npm-run-benchio');
+    expect(anchorsOf('# A\n## A\n```\n# not a heading\n```\n')).toEqual(new Set(['a', 'a-1']));
+  });
+
+  it('the README lists every section in its contents', () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const contents = /^## Contents\n([\s\S]*?)^## /m.exec(readme);
+    expect(contents, 'a "## Contents" section').not.toBeNull();
+    const sections = [...readme.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^## (.*)$/gm)].map((m) => m[1]).filter((h) => h !== 'Contents');
+    const listed = [...contents![1].matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]);
+    expect(listed).toEqual(sections.map(anchorOf));
+  });
+});
+
 describe('every flag and protocol field is documented', () => {
-  /** Where a user looks for a command's flags: the README, and the command's own page. */
-  const PAGES: Record<string, string[]> = { score: ['README.md'], demo: ['README.md'], viz: ['README.md', 'docs/VIZ.md'], serve: ['docs/PROTOCOL.md'] };
+  /** Where a user looks for a command's flags: the CLI reference, and the command's own page. */
+  const PAGES: Record<string, string[]> = { score: ['docs/CLI.md'], demo: ['docs/CLI.md'], viz: ['docs/CLI.md', 'docs/VIZ.md'], serve: ['docs/PROTOCOL.md'] };
 
   it.each(COMMANDS.map((c) => [c.name, c] as const))('trace-alloc %s', (name, command) => {
     const text = PAGES[name].map((page) => readFileSync(join(REPO, page), 'utf8')).join('\n');

@@ -17,6 +17,11 @@ export interface SynthFeatures {
   contestRate?: number;
   /** Probability that a node has no finished rollouts yet. Default 0.15. */
   unvisitedRate?: number;
+  /**
+   * Probability that a tree is settled: every rollout of its prompt agreed (all failed or all
+   * succeeded, one uncertainty for every node), so no fork in it is contested (I = 0). Default 0.
+   */
+  settledRate?: number;
 }
 
 export interface RandomShape extends SynthFeatures {
@@ -103,9 +108,13 @@ function fillFeatures(f: SynthFeatures, rng: Rng, parents: Int32Array[], termina
   const logit = new Float64Array(nodeCount);
   const contested = new Uint8Array(nodeCount);
   const goal = new Float32Array(dim);
+  const settledRate = f.settledRate ?? 0;
   for (let t = 0; t < treeCount; t++) {
     const base = treeOffset[t];
     const n = parents[t].length;
+    // Drawn only when asked for, so the default workloads keep their exact random streams.
+    const settled = settledRate > 0 && rng.bernoulli(settledRate);
+    const settledReward = settled && rng.bernoulli(0.5) ? 1 : 0;
     for (let d = 0; d < dim; d++) goal[d] = rng.normal();
     for (let v = 0; v < n; v++) {
       const row = base + v;
@@ -136,6 +145,7 @@ function fillFeatures(f: SynthFeatures, rng: Rng, parents: Int32Array[], termina
       visits[row] = n_;
       reward[row] = n_ > 0 ? wins / n_ : 0;
       uncertainty[row] = Math.abs(4 * success * (1 - success) * 0.8 + rng.normal() * 0.05);
+      if (settled) { reward[row] = settledReward; uncertainty[row] = 0.1; }
     }
   }
   const treeIds = Array.from({ length: treeCount }, (_, t) => `t${t}`);
