@@ -115,6 +115,8 @@ export class TraceAllocator implements Allocator {
     for (const r of rounds) {
       const n = r.packed.nodeCount;
       const newRollouts = new Float64Array(n), newRewardSum = new Float64Array(n);
+      // New outcomes are read from the nodes added since the round. On trie trees a rollout can
+      // end at a node that already existed; its outcome is not credited (no learned row runs there).
       for (let leaf = r.firstNewNode; leaf < f.size; leaf++) {
         if (!f.terminal[leaf]) continue;
         // Credit every node that existed when the round was scored and lies above this new outcome.
