@@ -73,7 +73,7 @@ export const LABEL: Record<AllocatorName, string> = {
   'trace-v1-learned': 'TRACE v1 (learned α, τ)',
   'trace-closed': 'TRACE v1, closed chains',
   'trace-closed-learned': 'TRACE v1, closed chains, learned α, τ',
-  independent: 'Independent chains (GRPO, no tree)',
+  independent: 'Independent chains (no tree)',
   'independent-1.5x': 'Independent chains, 1.5× budget',
   'independent-2x': 'Independent chains, 2× budget',
   uniform: 'Uniform (Tree-GRPO)',
