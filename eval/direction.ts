@@ -141,3 +141,15 @@ export function blockChecks(bySeed: Readonly<Record<string, readonly number[]>>,
   }
   return out;
 }
+
+/**
+ * `checkDirection` on what both runs have: both directions are recomputed on the allocators
+ * present in both (a quick run trains fewer rows than the full run), and only the watched
+ * allocators present in both are watched. `exclude` leaves rows out of both (rows that ran with
+ * more budget than the others).
+ */
+export function checkCommon(quick: Readonly<Record<string, readonly number[]>>, full: Readonly<Record<string, readonly number[]>>, watched: readonly string[], label: (a: string) => string = (a) => a, exclude: readonly string[] = []): DirectionCheck {
+  const common = Object.keys(quick).filter((a) => a in full && !exclude.includes(a));
+  const pick = (bySeed: Readonly<Record<string, readonly number[]>>) => Object.fromEntries(common.map((a) => [a, bySeed[a]]));
+  return checkDirection(direction(pick(quick)), direction(pick(full)), watched.filter((w) => common.includes(w)), label);
+}

@@ -1,9 +1,10 @@
-// The outside loop of the TRACE v2 contract, emulated: each round a trainer runs
+// The outside loop of the TRACE contract, emulated: each round a trainer runs
 // `trace-alloc score FILE --budget N` (a per-tree budget; here the same library calls in
 // process) and starts `branches` rollouts at every allocated node, each to the episode's end —
-// for v1 too, so v1's truncation is not what is compared. Default rule vs --rule v1, paired by
-// seed on tuning seeds 2001–2060, which the reported runs never use.
-// `npx tsx eval/outside-loop.ts [--budget N] [--seeds S]`; prints one line per environment.
+// for v1 too, so v1's truncation is not what is compared. The default rule (v3) against
+// `--rule v2` and `--rule v1`, paired by seed on tuning seeds 2001–2060, which the reported
+// runs never use; the task table's budgets and training steps.
+// `npx tsx eval/outside-loop.ts [--budget N] [--seeds S] [--learner treerl|grpo]`; prints one line per environment.
 import { allocate } from '../src/allocate/allocate.js';
 import type { Rule } from '../src/allocate/options.js';
 import { scoreCpu } from '../src/score/cpu.js';
@@ -14,11 +15,12 @@ import { meanCi, type Interval } from './stats.js';
 import { packRollouts } from './pack.js';
 import type { Grower } from './tree.js';
 import { tuningConfig } from './settings.js';
-import { train } from './train.js';
+import { train, type Learner } from './train.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => { const i = args.indexOf(name); return i >= 0 ? Number(args[i + 1]) : fallback; };
-const budget = arg('--budget', 4), seedCount = arg('--seeds', 60);
+const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+const budget = Number(arg('--budget') ?? 4), seedCount = Number(arg('--seeds') ?? 60);
+const learner = (arg('--learner') ?? 'treerl') as Learner;
 
 /** `score --budget N` each round, `branches` rollouts per allocated node, to the episode's end. */
 class OutsideLoop implements Allocator {
@@ -38,8 +40,8 @@ class OutsideLoop implements Allocator {
 const pts = (x: Interval) => `${(100 * x.mean).toFixed(1)} [${(100 * x.lo).toFixed(1)}, ${(100 * x.hi).toFixed(1)}]`;
 for (const env of ENVS) {
   const run = (rule: Rule) => Array.from({ length: seedCount }, (_, i) => train({
-    ...tuningConfig(env, 2001 + i, 'trace', budget), makeAllocator: () => new OutsideLoop(rule),
+    ...tuningConfig(env, learner, 2001 + i, 'trace'), makeAllocator: () => new OutsideLoop(rule),
   }).finalSuccess);
-  const v2 = run('v2'), v1 = run('v1');
-  process.stdout.write(`${env.padEnd(11)} --budget ${budget}, to the end: default (v2) ${pts(meanCi(v2))}%, --rule v1 ${pts(meanCi(v1))}%, v2 − v1 ${pts(pairedGap(v2, v1))} points\n`);
+  const v3 = run('v3'), v2 = run('v2'), v1 = run('v1');
+  process.stdout.write(`${env.padEnd(11)} ${learner}, --budget ${budget}, to the end: default (v3) ${pts(meanCi(v3))}%, --rule v2 ${pts(meanCi(v2))}%, --rule v1 ${pts(meanCi(v1))}%; v3 − v2 ${pts(pairedGap(v3, v2))}, v3 − v1 ${pts(pairedGap(v3, v1))} points\n`);
 }

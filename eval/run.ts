@@ -1,162 +1,57 @@
-// The simulated evaluation (issue 5): every allocator on every environment at equal budget.
-// `npx tsx eval/run.ts [--quick] [--seeds N] [--out DIR] [--env a,b] [--against FILE]` writes JSON
-// results, SVG charts and a Markdown table into eval/results/ (quick: eval/results/quick/).
-// Progress goes to stderr. A quick run ends with a direction check against the committed full
-// run (`--against`, default eval/results/summary.json), printed to stdout; the exit code is 0
-// whether it passes or not.
+// The simulated evaluation: every allocator on every (environment, learner) at equal budget.
+// `npx tsx eval/run.ts [--quick | --trie] [--seeds N] [--out DIR] [--env a,b] [--learner treerl,grpo]
+// [--against FILE | --no-check]` writes per-environment JSON, SVG charts and summary.md /
+// summary.json into DIR (default: a temporary folder). Progress goes to stderr. The quick run
+// ends with a direction check against the committed full run (`--against`, default
+// eval/results/summary.json), printed to stdout; the exit code is 0 whether it passes or not.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { barChart, lineChart, markdownTable, type Series } from '../report/svg.js';
-import { ALLOCATORS, type AllocatorName } from './allocators/index.js';
-import { blockChecks, checkDirection, direction, overallStatus, pairedGap, type CheckStatus, type Direction, type DirectionCheck } from './direction.js';
+import type { AllocatorName } from './allocators/index.js';
+import { blockChecks, checkCommon, direction, overallStatus, type CheckStatus, type Direction, type DirectionCheck } from './direction.js';
 import { ENVS, type EnvName } from './envs/index.js';
-import { STEPS } from './settings.js';
-import { meanCi, type Interval } from './stats.js';
-import { train, type TrainConfig, type TrainResult } from './train.js';
+import { BAR_ROWS, CURVE_ROWS, LABEL, MORE_BUDGET, PROFILES, type Profile } from './profiles.js';
+import { acrossTable, compactRun, computeEquivalence, curveSeries, equivalenceLine, fmt, learnedParams, resultsTable, summarize, traceGapTable, trajectory, untrained, type BySeed, type Summary } from './report.js';
+import { LEARNERS, TASKS, trainConfig } from './settings.js';
+import type { Interval } from './stats.js';
+import { train, type Learner, type TrainResult } from './train.js';
 
-interface Profile { name: 'quick' | 'full'; seeds: number; budgetPerStep: number; prompts: number; evalEvery: number; evalEpisodes: number; finalEpisodes: number }
-
-/**
- * Seeds 1…N (the quick run's seeds are the full run's first 40; the TRACE sweep's tuning seeds
- * 101–105 are in neither). Quick: 40 seeds — in the full run, disjoint blocks of 25–50 seeds all
- * reproduced the leaders and blocks of 20 did not always (the full summary's stability table);
- * about a minute on a shared 2-core box. Full: 100 seeds, about two minutes there.
- * Training is identical at equal seeds; the profiles differ only in evaluation episodes.
- */
-const PROFILES: Record<'quick' | 'full', Profile> = {
-  quick: { name: 'quick', seeds: 40, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 100, finalEpisodes: 400 },
-  full: { name: 'full', seeds: 100, budgetPerStep: 512, prompts: 4, evalEvery: 5, evalEpisodes: 200, finalEpisodes: 1000 },
-};
-const POLICY_LR = 1;
-/**
- * TRACE rollouts per tree per allocation round, chosen per variant on tuning seeds 101–105 by
- * the summed final success over the three environments (`npx tsx eval/sweep.ts`, results/sweep.md).
- * The closed-chains variant scored best with 1, but with one rollout per tree per round it never
- * forms a contested fork (it degenerates into independent chains, which `independent` measures
- * directly), so it runs with the next best, 2.
- */
-const TRACE_ROLLOUTS_PER_TREE: Partial<Record<AllocatorName, number>> = { trace: 4, 'trace-learned': 4, 'trace-v1': 4, 'trace-v1-learned': 4, 'trace-closed': 2, 'trace-closed-learned': 2 };
-/**
- * What the run trains with: every allocator but v1's closed-chains variants (a v1 proposal that
- * led to v2; `createAllocator` still builds them for the tests and sweeps).
- */
-const RUN: readonly AllocatorName[] = ALLOCATORS.filter((a) => a !== 'trace-closed' && a !== 'trace-closed-learned');
-
-const LABEL: Record<AllocatorName, string> = {
-  trace: 'TRACE v2 (α=1, τ=0.5)',
-  'trace-learned': 'TRACE v2 (learned α, τ)',
-  'trace-v1': 'TRACE v1 (α=1, τ=0.5)',
-  'trace-v1-learned': 'TRACE v1 (learned α, τ)',
-  'trace-closed': 'TRACE v1, closed chains',
-  'trace-closed-learned': 'TRACE v1, closed chains, learned α, τ',
-  independent: 'Independent chains (GRPO, no tree)',
-  uniform: 'Uniform (Tree-GRPO)',
-  entropy: 'Entropy (TreeRL/ARPO)',
-  puct: 'PUCT (mctx)',
-  'spo-tree': 'Fixed tree (SPO-tree)',
-  treepo: 'Logprob split (TreePO)',
-};
-
-interface Summary {
-  allocator: AllocatorName;
-  label: string;
-  firstReward: Interval;
-  firstRewardFound: number;
-  mixedFraction: Interval;
-  finalSuccess: Interval;
-  deadFraction: Interval;
-  zeroFraction: Interval;
-  allocatorMs: Interval;
-  meanSuccess: Interval;
-  stepsPerRollout: Interval;
-  deadEndShare: Interval | null;
-  budgetPerRun: number;
-}
-
-/** TRACE v2 (default and learned α, τ): the direction check requires the same inside/outside verdict for these. */
-const SPEC_TRACE: readonly AllocatorName[] = ['trace', 'trace-learned'];
+/** Marks summary.json files this harness wrote; a check against any other file is skipped (its rows mean other things). */
+const HARNESS = 'v3';
 const FULL_SUMMARY = 'eval/results/summary.json';
+/** TRACE v3, default and learned: the direction check requires the same inside/outside verdict for those both runs have. */
+const WATCHED: readonly AllocatorName[] = ['trace', 'trace-learned'];
 
-function parseArgs(argv: string[]): { profile: Profile; out: string; only: EnvName[]; against: string | null } {
-  let profile = PROFILES.full, out: string | undefined, only: EnvName[] = [...ENVS], seeds: number | undefined, against: string | null | undefined;
+interface Args { profile: Profile; out: string; envs: EnvName[]; learners: Learner[]; against: string | null }
+
+function parseArgs(argv: string[]): Args {
+  let profile = PROFILES.full, out: string | undefined, envs: EnvName[] = [...ENVS], learners: Learner[] | undefined, seeds: number | undefined, against: string | null | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') profile = PROFILES.quick;
+    else if (a === '--trie') profile = PROFILES.robustness;
     else if (a === '--out') out = argv[++i];
-    else if (a === '--env') only = argv[++i].split(',') as EnvName[];
+    else if (a === '--env') envs = argv[++i].split(',') as EnvName[];
+    else if (a === '--learner') learners = argv[++i].split(',') as Learner[];
     else if (a === '--seeds') seeds = Number(argv[++i]);
     else if (a === '--against') against = argv[++i];
     else if (a === '--no-check') against = null;
-    else throw new Error(`unknown argument ${a} (use --quick, --seeds N, --out DIR, --env ${ENVS.join(',')}, --against FILE, --no-check)`);
+    else throw new Error(`unknown argument ${a} (use --quick or --trie, --seeds N, --out DIR, --env ${ENVS.join(',')}, --learner ${LEARNERS.join(',')}, --against FILE, --no-check)`);
   }
-  for (const e of only) if (!ENVS.includes(e)) throw new Error(`unknown environment ${e}`);
+  for (const e of envs) if (!ENVS.includes(e)) throw new Error(`unknown environment ${e}`);
+  for (const l of learners ?? []) if (!LEARNERS.includes(l)) throw new Error(`unknown learner ${l}`);
   if (seeds !== undefined) {
     if (!Number.isInteger(seeds) || seeds < 2) throw new Error('--seeds needs an integer ≥ 2');
     profile = { ...profile, seeds };
   }
   // Results go to a temporary folder unless --out names one: re-running never rewrites the
-  // committed files by accident (their timing columns would change). The quick profile checks
-  // itself against the committed full run.
-  const isQuick = profile.name === 'quick';
-  return { profile, out: out ?? join(tmpdir(), `trace-alloc-eval-${profile.name}`), only, against: against === undefined ? (isQuick ? FULL_SUMMARY : null) : against };
-}
-
-/**
- * How often would a smaller run reproduce this run's direction? Disjoint blocks of this run's
- * seeds (20–50 seeds, the quick profile's size among them), each checked against the whole run like a quick run.
- * The blocks reuse this run's evaluation episodes (the quick profile samples fewer).
- */
-function stabilitySection(bySeed: Record<string, Record<string, number[]>>, seeds: number): string[] {
-  const sizes = [...new Set([20, 25, 30, PROFILES.quick.seeds, 50])].sort((a, b) => a - b).filter((k) => 2 * k <= seeds);
-  if (sizes.length === 0) return [];
-  const out = ['## Direction stability (disjoint blocks of this run\'s seeds, each checked against the whole run)', '',
-    'Blocks in seed order, each with its direction-check status against the whole run (P = PASS, I = INCONCLUSIVE, F = FAIL); gaps are to the whole run\'s leader, points of success, paired 95% t-intervals.', ''];
-  const rows: string[][] = [];
-  for (const k of sizes) {
-    for (const env of Object.keys(bySeed)) {
-      const blocks = blockChecks(bySeed[env], k, SPEC_TRACE, (a) => LABEL[a as AllocatorName] ?? a);
-      const pts = (g: Interval) => `${(100 * g.mean).toFixed(1)} [${(100 * g.lo).toFixed(1)}, ${(100 * g.hi).toFixed(1)}]`;
-      const why = blocks.filter((b) => b.check.status !== 'PASS').map((b) => `${b.from}–${b.to}: ${[
-        ...b.check.failures.filter((f) => !b.check.mismatches.some((m) => f.startsWith(LABEL[m.allocator as AllocatorName]))),
-        ...b.check.mismatches.map((m) => `${LABEL[m.allocator as AllocatorName]} ${m.full} (whole run, gap ${pts(m.gapFull)}) vs ${m.quick} (block, gap ${pts(m.gapQuick)})${m.compatible ? '' : ', disjoint'}`),
-      ].join('; ')}`);
-      rows.push([`${k}`, env, blocks.map((b) => b.check.status[0]).join(' '), `${blocks.filter((b) => b.check.status === 'PASS').length}/${blocks.length}`, why.join(' · ') || '—']);
-    }
-  }
-  out.push(markdownTable(['seeds per block', 'environment', 'blocks', 'PASS', 'why not PASS'], rows), '');
-  return out;
-}
-
-/**
- * The direction check: this run against a full run's summary.json (its per-seed final success is
- * re-analysed with the same rule). Returns the printable lines and the overall status.
- */
-function directionCheck(file: string, mine: Record<string, Direction>, seeds: number): { lines: string[]; status: CheckStatus | 'SKIPPED'; perEnv: Record<string, DirectionCheck> } {
-  const head = `Direction check: this run (${seeds} seeds) against the full run in ${file}`;
-  if (!existsSync(file)) return { lines: [head, `  SKIPPED: ${file} does not exist (run \`npm run eval\` first)`], status: 'SKIPPED', perEnv: {} };
-  const full = JSON.parse(readFileSync(file, 'utf8')) as { profile?: Profile; finalSuccessBySeed?: Record<string, Record<string, number[]>> };
-  if (!full.finalSuccessBySeed) return { lines: [head, `  SKIPPED: ${file} has no per-seed final success (written by an older eval/run.ts; rerun \`npm run eval\`)`], status: 'SKIPPED', perEnv: {} };
-  const lines = [`Direction check: this run (${seeds} seeds) against the full run in ${file} (${full.profile?.seeds ?? '?'} seeds)`,
-    '  leading group = the leader (highest mean final success) + every allocator whose paired 95% t-interval of (leader − allocator) over seeds contains 0',
-    '  PASS = quick leader in the full leading group, full leader in the quick leading group, and TRACE v2 (default, learned) inside/outside it in both;',
-    '  INCONCLUSIVE = leaders agree, a TRACE v2 verdict differs, but the two runs\' 95% intervals of its gap to the full leader overlap; FAIL = otherwise'];
-  const perEnv: Record<string, DirectionCheck> = {};
-  for (const env of Object.keys(mine)) {
-    const bySeed = full.finalSuccessBySeed[env];
-    if (!bySeed) { lines.push(`  ${env.padEnd(11)} SKIPPED: not in the full run`); continue; }
-    const c = checkDirection(mine[env], direction(bySeed), SPEC_TRACE, (a) => LABEL[a as AllocatorName] ?? a);
-    perEnv[env] = c;
-    lines.push(`  ${env.padEnd(11)} ${c.status}: ${c.details.join('; ')}`);
-    for (const f of c.failures) lines.push(`              ✗ ${f}`);
-    for (const u of c.unresolved) lines.push(`              ? ${u}`);
-    if (c.otherDifferences.length > 0) lines.push(`              (not checked: ${c.otherDifferences.join('; ')})`);
-  }
-  const checks = Object.values(perEnv);
-  const status = overallStatus(checks);
-  const count = (s: CheckStatus) => checks.filter((c) => c.status === s).length;
-  lines.push(`Direction check: ${status} (${count('PASS')} PASS, ${count('INCONCLUSIVE')} INCONCLUSIVE, ${count('FAIL')} FAIL of ${checks.length} environments)`);
-  return { lines, status, perEnv };
+  // committed files by accident (their timing columns would change).
+  return {
+    profile, envs, learners: learners ?? [...profile.learners],
+    out: out ?? join(tmpdir(), `trace-alloc-eval-${profile.name}`),
+    against: against === undefined ? (profile.name === 'quick' ? FULL_SUMMARY : null) : against,
+  };
 }
 
 class Progress {
@@ -169,180 +64,196 @@ class Progress {
     const eta = done > 0 ? (elapsed / done) * (this.total - done) : 0;
     const bar = '#'.repeat(Math.round(frac * 30)).padEnd(30, '.');
     const line = `[${bar}] ${done}/${this.total} ${elapsed.toFixed(0)}s elapsed, ~${eta.toFixed(0)}s left  ${what}`;
-    if (process.stderr.isTTY) process.stderr.write(`\r${line.padEnd(100)}`);
-    else if (Math.floor(frac * 10) !== this.lastLine) { this.lastLine = Math.floor(frac * 10); process.stderr.write(`${line}\n`); }
+    if (process.stderr.isTTY) process.stderr.write(`\r${line.padEnd(110)}`);
+    else if (Math.floor(frac * 20) !== this.lastLine) { this.lastLine = Math.floor(frac * 20); process.stderr.write(`${line}\n`); }
   }
   end(): void { if (process.stderr.isTTY) process.stderr.write('\n'); }
 }
 
-function summarize(allocator: AllocatorName, runs: TrainResult[]): Summary {
-  const budget = runs[0].config.steps * runs[0].config.budgetPerStep;
-  const found = runs.filter((r) => r.firstReward !== null).length;
-  return {
-    allocator,
-    label: LABEL[allocator],
-    // Runs that never found a reward count as the whole budget (a lower bound on the true value).
-    firstReward: meanCi(runs.map((r) => r.firstReward ?? budget)),
-    firstRewardFound: found,
-    mixedFraction: meanCi(runs.map((r) => r.mixedFraction)),
-    finalSuccess: meanCi(runs.map((r) => r.finalSuccess)),
-    deadFraction: meanCi(runs.map((r) => r.deadFraction)),
-    zeroFraction: meanCi(runs.map((r) => r.zeroFraction)),
-    allocatorMs: meanCi(runs.map((r) => r.allocatorMs)),
-    meanSuccess: meanCi(runs.map((r) => r.meanSuccess)),
-    stepsPerRollout: meanCi(runs.map((r) => r.stepsPerRollout)),
-    deadEndShare: runs[0].deadEndShare === null ? null : meanCi(runs.map((r) => r.deadEndShare ?? 0)),
-    budgetPerRun: budget,
-  };
-}
+const key = (env: string, learner: string) => `${env}/${learner}`;
+const label = (a: string) => LABEL[a as AllocatorName] ?? a;
+const pick = (bySeed: BySeed, names: readonly string[]): Record<string, readonly number[]> => Object.fromEntries(names.map((n) => [n, bySeed[n]]));
+/** The rows that compete at equal budget (the direction's rows). */
+const equalBudget = (bySeed: BySeed) => Object.keys(bySeed).filter((a) => !MORE_BUDGET.includes(a as AllocatorName));
 
-/** mean [lo, hi]; the t-interval is clipped to the metric's range [min, max] (it is symmetric, the metrics are not). */
-const fmt = (x: Interval, digits: number, scale = 1, min = 0, max = Infinity) =>
-  `${(x.mean * scale).toFixed(digits)} [${(Math.max(min, x.lo) * scale).toFixed(digits)}, ${(Math.min(max, x.hi) * scale).toFixed(digits)}]`;
-
-function table(rows: Summary[], seeds: number): string {
-  return markdownTable(
-    ['allocator', 'success after budget, %', 'mean success during training, %', 'steps to first reward', 'found', 'mixed sibling groups, %', 'dead-branch steps, %', 'zero-reward steps, %', 'steps / rollout', 'allocator ms / step'],
-    rows.map((s) => [s.label, fmt(s.finalSuccess, 1, 100, 0, 1), fmt(s.meanSuccess, 1, 100, 0, 1), fmt(s.firstReward, 0, 1, 0, s.budgetPerRun), `${s.firstRewardFound}/${seeds}`, fmt(s.mixedFraction, 1, 100, 0, 1), fmt(s.deadFraction, 1, 100, 0, 1), fmt(s.zeroFraction, 1, 100, 0, 1), fmt(s.stepsPerRollout, 1), fmt(s.allocatorMs, 2)]),
-  );
-}
-
-const PAIR_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-v1'];
-const PAIR_COLS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-v1', 'independent', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo'];
-const SHORT: Record<AllocatorName, string> = {
-  trace: 'v2', 'trace-learned': 'v2 learned', 'trace-v1': 'v1', 'trace-v1-learned': 'v1 learned', 'trace-closed': 'v1 closed chains', 'trace-closed-learned': 'v1 closed, learned',
-  independent: 'independent', uniform: 'uniform', entropy: 'entropy', puct: 'PUCT', 'spo-tree': 'SPO-tree', treepo: 'TreePO',
-};
-
-/** Row − column paired by seed, for the TRACE variants against every other allocator. */
-function pairTable(bySeed: Record<string, number[]>): string {
-  return markdownTable(['row − column', ...PAIR_COLS.map((c) => SHORT[c])], PAIR_ROWS.map((r) => [SHORT[r], ...PAIR_COLS.map((c) => {
-    if (c === r) return '—';
-    const g = pairedGap(bySeed[r], bySeed[c]);
-    return `${fmt(g, 1, 100, -1, 1)}${g.lo > 0 || g.hi < 0 ? ' *' : ''}`;
-  })]));
-}
-
-function untrained(runs: TrainResult[]): string {
-  const x = runs.map((r) => r.curve[0][1]);
-  return `${(100 * meanCi(x).mean).toFixed(1)}% success (${(100 * Math.min(...x)).toFixed(1)}–${(100 * Math.max(...x)).toFixed(1)}% by seed)`;
-}
-
-function learnedParams(results: Record<string, TrainResult[]>): string {
-  const geo = (v: number[]) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length);
-  return (['trace-learned', 'trace-v1-learned'] as const).map((a) => {
-    const al = results[a].map((r) => r.alpha[r.alpha.length - 1]), ta = results[a].map((r) => r.tau[r.tau.length - 1]);
-    const below = (v: number[], start: number) => `${v.filter((x) => x < start).length}/${v.length}`;
-    return `${SHORT[a]}: α ${geo(al).toFixed(2)} (${below(al, 1)} below 1), τ ${geo(ta).toFixed(2)} (${below(ta, 0.5)} below 0.5)`;
-  }).join('; ');
-}
-
-/** Mean curve with a 95% band across seeds; all runs share the evaluation points. */
-function curveSeries(name: string, curves: Array<Array<[number, number]>>): Series {
-  const points: Array<[number, number]> = [], band: Array<[number, number, number]> = [];
-  for (let i = 0; i < curves[0].length; i++) {
-    const ci = meanCi(curves.map((c) => c[i][1]));
-    const x = curves[0][i][0];
-    points.push([x, ci.mean]);
-    band.push([x, Math.max(0, ci.lo), Math.min(1, ci.hi)]);
+/**
+ * How often would a smaller run reproduce this run's direction? Disjoint blocks of this run's
+ * seeds (20–50), each checked against the whole run like a quick run.
+ */
+function stabilitySection(bySeed: Record<string, BySeed>, seeds: number): string[] {
+  const sizes = [...new Set([20, 25, 30, PROFILES.quick.seeds, 50])].sort((a, b) => a - b).filter((k) => 2 * k <= seeds);
+  if (sizes.length === 0) return [];
+  const out = ['## Direction stability (disjoint blocks of this run\'s seeds, each checked against the whole run)', '',
+    'Blocks in seed order, each with its direction-check status against the whole run (P = PASS, I = INCONCLUSIVE, F = FAIL); gaps are to the whole run\'s leader, points of success, paired 95% t-intervals.', ''];
+  const rows: string[][] = [];
+  const pts = (g: Interval) => `${(100 * g.mean).toFixed(1)} [${(100 * g.lo).toFixed(1)}, ${(100 * g.hi).toFixed(1)}]`;
+  for (const k of sizes) {
+    for (const [which, all] of Object.entries(bySeed)) {
+      const rowsHere = equalBudget(all);
+      const blocks = blockChecks(pick(all, rowsHere), k, WATCHED.filter((w) => rowsHere.includes(w)), label);
+      const why = blocks.filter((b) => b.check.status !== 'PASS').map((b) => `${b.from}–${b.to}: ${[
+        ...b.check.failures.filter((f) => !b.check.mismatches.some((m) => f.startsWith(label(m.allocator)))),
+        ...b.check.mismatches.map((m) => `${label(m.allocator)} ${m.full} (whole run, gap ${pts(m.gapFull)}) vs ${m.quick} (block, gap ${pts(m.gapQuick)})${m.compatible ? '' : ', disjoint'}`),
+      ].join('; ')}`);
+      rows.push([`${k}`, which, blocks.map((b) => b.check.status[0]).join(' '), `${blocks.filter((b) => b.check.status === 'PASS').length}/${blocks.length}`, why.join(' · ') || '—']);
+    }
   }
-  return { name, points, band };
+  out.push(markdownTable(['seeds per block', 'environment / learner', 'blocks', 'PASS', 'why not PASS'], rows), '');
+  return out;
 }
 
-function trajectory(name: string, runs: number[][]): Series {
-  const points: Array<[number, number]> = [], band: Array<[number, number, number]> = [];
-  for (let i = 0; i < runs[0].length; i++) {
-    const ci = meanCi(runs.map((r) => r[i]));
-    points.push([i, ci.mean]);
-    band.push([i, Math.max(1e-3, ci.lo), ci.hi]);
+/**
+ * The direction check: this run against a full run's summary.json, per (environment, learner)
+ * both have, on the allocators both have (a quick run trains fewer rows and one learner).
+ */
+function directionCheck(file: string, mine: Record<string, BySeed>, seeds: number): { lines: string[]; status: CheckStatus | 'SKIPPED'; perKey: Record<string, DirectionCheck> } {
+  const head = `Direction check: this run (${seeds} seeds) against the full run in ${file}`;
+  if (!existsSync(file)) return { lines: [head, `  SKIPPED: ${file} does not exist (run \`npm run eval -- --out eval/results\` first)`], status: 'SKIPPED', perKey: {} };
+  const full = JSON.parse(readFileSync(file, 'utf8')) as { harness?: string; profile?: Profile; finalSuccessBySeed?: Record<string, Record<string, BySeed>> };
+  if (full.harness !== HARNESS || !full.finalSuccessBySeed) return { lines: [head, `  SKIPPED: ${file} was written by an earlier harness (its rows and budgets differ; rerun \`npm run eval -- --out eval/results\`)`], status: 'SKIPPED', perKey: {} };
+  const lines = [`Direction check: this run (${seeds} seeds) against the full run in ${file} (${full.profile?.seeds ?? '?'} seeds), on the allocators both runs have`,
+    '  leading group = the leader (highest mean final success) + every allocator whose paired 95% t-interval of (leader − allocator) over seeds contains 0',
+    '  PASS = quick leader in the full leading group, full leader in the quick leading group, and TRACE v3 (default, learned; those both runs have) inside/outside it in both;',
+    '  INCONCLUSIVE = leaders agree, a TRACE v3 verdict differs, but the two runs\' 95% intervals of its gap to the full leader overlap; FAIL = otherwise'];
+  const perKey: Record<string, DirectionCheck> = {};
+  for (const [which, bySeed] of Object.entries(mine)) {
+    const [env, learner] = which.split('/');
+    const theirs = full.finalSuccessBySeed[env]?.[learner];
+    if (!theirs) { lines.push(`  ${which.padEnd(18)} SKIPPED: not in the full run`); continue; }
+    const c = checkCommon(bySeed, theirs, WATCHED, label, MORE_BUDGET);
+    perKey[which] = c;
+    lines.push(`  ${which.padEnd(18)} ${c.status}: ${c.details.join('; ')}`);
+    for (const f of c.failures) lines.push(`                     ✗ ${f}`);
+    for (const u of c.unresolved) lines.push(`                     ? ${u}`);
+    if (c.otherDifferences.length > 0) lines.push(`                     (not checked: ${c.otherDifferences.join('; ')})`);
   }
-  return { name, points, band };
+  const checks = Object.values(perKey);
+  const status = overallStatus(checks);
+  const count = (s: CheckStatus) => checks.filter((c) => c.status === s).length;
+  lines.push(`Direction check: ${status} (${count('PASS')} PASS, ${count('INCONCLUSIVE')} INCONCLUSIVE, ${count('FAIL')} FAIL of ${checks.length} environment/learner pairs)`);
+  return { lines, status, perKey };
+}
+
+/** One (environment, learner) block of summary.md. */
+function section(env: EnvName, learner: Learner, rows: Summary[], bySeed: BySeed, dir: Direction, results: Record<string, TrainResult[]>, profile: Profile): string[] {
+  const gap = (a: string) => `${label(a)} (${fmt(dir.gaps[a], 1, 100, -1, 1)})`;
+  const task = TASKS[env][learner];
+  const out = [`### ${env}, ${learner}`, '',
+    `${task.steps} training steps × ${task.budgetPerStep} environment steps over ${task.prompts} trees (learning rate ${task.learningRate}); TRACE and knapsack: ${task.round.perTree} rollouts per tree per round${task.round.global ? ` in one global budget (\`totalBudget\` ${task.round.perTree * task.prompts}, \`minPerTree\` 1)` : ' (`budget` per tree)'}.`, '',
+    resultsTable(rows), '',
+    `Direction (leader − allocator at equal budget, paired 95% t-interval over seeds, points of success): leader **${label(dir.leader)}**; leading group (not separable from the leader): ${dir.leadingGroup.length > 1 ? dir.leadingGroup.slice(1).map(gap).join(', ') : 'none besides the leader'}; separably behind: ${dir.behind.length > 0 ? dir.behind.map(gap).join(', ') : 'none'}.`, ''];
+  const gaps = traceGapTable(bySeed);
+  if (gaps) out.push('Paired differences in final success (points, 95% t-interval over seeds; * = separable from 0):', '', gaps, '');
+  const ce = computeEquivalence(bySeed);
+  if (ce) out.push(equivalenceLine(ce), '');
+  const first = results.independent ?? Object.values(results)[0];
+  out.push(`Untrained policy (the curves' first point, ${profile.evaluation.evalEpisodes} episodes per seed): ${untrained(first)}.`, '');
+  if (results['trace-learned']) out.push(`Learned α, τ in use at the last training step (geometric mean over seeds; seeds below the start α = 1, τ = 0.5): ${learnedParams(results['trace-learned'])}.`, '');
+  return out;
 }
 
 function main(): void {
-  const { profile, out, only, against } = parseArgs(process.argv.slice(2));
+  const { profile, out, envs, learners, against } = parseArgs(process.argv.slice(2));
   mkdirSync(out, { recursive: true });
-  const total = only.length * RUN.length * profile.seeds;
-  const progress = new Progress(total);
+  const seeds = Array.from({ length: profile.seeds }, (_, i) => profile.firstSeed + i);
+  const progress = new Progress(envs.length * learners.length * profile.rows.length * seeds.length);
+  const load = [loadavg()[0]];
   const t0 = performance.now();
   let done = 0;
-  const summaries: Record<string, Summary[]> = {};
-  const winners: Record<string, string> = {};
-  const leading: Record<string, string[]> = {};
+  const summaries: Record<string, Record<string, Summary[]>> = {};
+  const finalSuccessBySeed: Record<string, Record<string, Record<string, number[]>>> = {};
   const directions: Record<string, Direction> = {};
-  const finalSuccessBySeed: Record<string, Record<string, number[]>> = {};
+  const seconds: Record<string, Record<string, Record<string, number>>> = {};
+  const sections: string[] = [];
   const alphaSeries: Series[] = [], tauSeries: Series[] = [];
-  const md: string[] = [`# Evaluation results (${profile.name} profile)`, '', `Generated by \`npm run ${profile.name === 'quick' ? 'eval:quick' : 'eval'}\`. ${profile.seeds} seeds; each training step spends ${profile.budgetPerStep} environment steps over ${profile.prompts} trees; training steps: ${only.map((e) => `${e} ${STEPS[e]}`).join(', ')}. Cells: mean [95% t-interval over seeds, clipped to the metric's range].`, ''];
-  for (const env of only) {
-    const results: Record<string, TrainResult[]> = {};
-    for (const allocator of RUN) {
-      results[allocator] = [];
-      for (let s = 1; s <= profile.seeds; s++) {
-        progress.tick(done, `${env}/${allocator} seed ${s}`);
-        const config: TrainConfig = {
-          env, allocator, seed: s, steps: STEPS[env], budgetPerStep: profile.budgetPerStep, prompts: profile.prompts,
-          learningRate: POLICY_LR, evalEvery: profile.evalEvery, evalEpisodes: profile.evalEpisodes, finalEpisodes: profile.finalEpisodes,
-          traceRolloutsPerTree: TRACE_ROLLOUTS_PER_TREE[allocator] ?? 0,
-        };
-        const r = train(config);
-        if (r.budgetUsed !== STEPS[env] * profile.budgetPerStep) throw new Error(`${env}/${allocator} seed ${s}: spent ${r.budgetUsed} of ${STEPS[env] * profile.budgetPerStep} budget steps`);
-        results[allocator].push(r);
-        done++;
+  for (const env of envs) {
+    const envJson: Record<string, unknown> = {};
+    summaries[env] = {}; finalSuccessBySeed[env] = {}; seconds[env] = {};
+    sections.push(`## ${env}`, '');
+    for (const learner of learners) {
+      const results: Record<string, TrainResult[]> = {};
+      const time: Record<string, number> = {};
+      for (const allocator of profile.rows) {
+        const started = performance.now();
+        results[allocator] = seeds.map((seed) => {
+          progress.tick(done++, `${env}/${learner}/${allocator} seed ${seed}`);
+          const config = trainConfig(env, learner, allocator, seed, profile.evaluation, { merge: profile.merge });
+          const r = train(config);
+          if (r.budgetUsed !== config.steps * config.budgetPerStep) throw new Error(`${env}/${learner}/${allocator} seed ${seed}: spent ${r.budgetUsed} of ${config.steps * config.budgetPerStep} budget steps`);
+          return r;
+        });
+        time[allocator] = (performance.now() - started) / 1000;
+      }
+      seconds[env][learner] = time;
+      const rows = profile.rows.map((a) => summarize(a, results[a]));
+      const bySeed = Object.fromEntries(profile.rows.map((a) => [a, results[a].map((r) => r.finalSuccess)]));
+      summaries[env][learner] = rows;
+      finalSuccessBySeed[env][learner] = bySeed;
+      const dir = direction(pick(bySeed, equalBudget(bySeed)));
+      directions[key(env, learner)] = dir;
+      sections.push(...section(env, learner, rows, bySeed, dir, results, profile));
+      envJson[learner] = { task: TASKS[env][learner], summary: rows, runs: Object.fromEntries(profile.rows.map((a) => [a, results[a].map(compactRun)])) };
+      const main = CURVE_ROWS.filter((a) => profile.rows.includes(a));
+      writeFileSync(join(out, `curve-${env}-${learner}.svg`), lineChart({
+        width: 980, height: 480,
+        title: `${env}, ${learner}: success of the policy vs. budget spent (${seeds.length} seeds, 95% band)`,
+        xLabel: 'environment steps of rollout budget', yLabel: 'success rate (sampled episodes)',
+        series: main.map((a) => curveSeries(LABEL[a], results[a].map((r) => r.curve))),
+      }));
+      if (results['trace-learned']) {
+        alphaSeries.push(trajectory(`${env}, ${learner}`, results['trace-learned'].map((r) => r.alpha)));
+        tauSeries.push(trajectory(`${env}, ${learner}`, results['trace-learned'].map((r) => r.tau)));
       }
     }
-    const rows = RUN.map((a) => summarize(a, results[a]));
-    summaries[env] = rows;
-    finalSuccessBySeed[env] = Object.fromEntries(RUN.map((a) => [a, results[a].map((r) => r.finalSuccess)]));
-    const dir = direction(finalSuccessBySeed[env]);
-    directions[env] = dir;
-    winners[env] = dir.leader;
-    leading[env] = dir.leadingGroup;
-    const gap = (a: string) => `${LABEL[a as AllocatorName]} (${fmt(dir.gaps[a], 1, 100, -1, 1)})`;
-    const traceRows = rows.filter((r) => r.deadEndShare !== null).map((r) => `${r.label}: ${fmt(r.deadEndShare as Interval, 1, 100, 0, 1)}%`);
-    writeFileSync(join(out, `${env}.json`), `${JSON.stringify({ env, profile, summary: rows, runs: results }, null, 1)}\n`);
-    writeFileSync(join(out, `curve-${env}.svg`), lineChart({
-      width: 980, height: 480,
-      title: `${env}: success rate of the policy vs. budget spent (${profile.seeds} seeds, 95% band)`,
-      xLabel: 'environment steps of rollout budget', yLabel: 'success rate (sampled episodes)',
-      series: RUN.map((a) => curveSeries(LABEL[a], results[a].map((r) => r.curve))),
-    }));
-    for (const a of ['trace-learned', 'trace-v1-learned'] as const) {
-      const name = `${env}, ${a === 'trace-learned' ? 'TRACE v2' : 'TRACE v1'}`;
-      alphaSeries.push(trajectory(name, results[a].map((r) => r.alpha)));
-      tauSeries.push(trajectory(name, results[a].map((r) => r.tau)));
-    }
-    md.push(`## ${env}`, '', table(rows, profile.seeds), '', `Direction (leader − allocator, paired 95% t-interval over seeds, points of success): leader **${LABEL[dir.leader as AllocatorName]}**; leading group (not separable from the leader): ${dir.leadingGroup.length > 1 ? dir.leadingGroup.slice(1).map(gap).join(', ') : 'none besides the leader'}; separably behind: ${dir.behind.length > 0 ? dir.behind.map(gap).join(', ') : 'none'}.`, '',
-      `Share of TRACE rollouts started at a node whose children had all finished: ${traceRows.join('; ')}.`, '',
-      `Untrained policy (the curves' first point, ${profile.evalEpisodes} episodes per seed): ${untrained(results.uniform)}.`, '',
-      `Learned α, τ in use at the last training step (geometric mean over seeds; share of seeds below the start α = 1, τ = 0.5): ${learnedParams(results)}.`, '',
-      'Paired differences in final success between TRACE variants and the others (row − column, points, 95% t-interval over seeds; * = separable from 0):', '',
-      pairTable(finalSuccessBySeed[env]), '');
+    writeFileSync(join(out, `${env}.json`), `${JSON.stringify({ harness: HARNESS, env, profile, learners: envJson })}\n`);
   }
   progress.end();
-  const seconds = (performance.now() - t0) / 1000;
-  writeFileSync(join(out, 'alpha.svg'), lineChart({ width: 900, height: 460, title: 'Learned α per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'α', logY: true, series: alphaSeries }));
-  writeFileSync(join(out, 'tau.svg'), lineChart({ width: 900, height: 460, title: 'Learned τ per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'τ', logY: true, series: tauSeries }));
+  load.push(loadavg()[0]);
+  const wall = (performance.now() - t0) / 1000;
+
+  const categories = envs.flatMap((e) => learners.map((l) => `${e} ${l}`));
+  const chartRows = BAR_ROWS.filter((a) => profile.rows.includes(a));
   writeFileSync(join(out, 'success.svg'), barChart({
-    width: 980, height: 480,
-    title: 'Success rate of the trained policy after the fixed budget (95% interval)',
-    yLabel: 'success rate', categories: only,
-    groups: RUN.map((a) => ({
-      name: LABEL[a],
-      values: only.map((e) => summaries[e].find((s) => s.allocator === a)!.finalSuccess.mean),
-      errors: only.map((e) => { const s = summaries[e].find((x) => x.allocator === a)!.finalSuccess; return [Math.max(0, s.lo), Math.min(1, s.hi)] as [number, number]; }),
-    })),
+    width: Math.max(980, 70 * categories.length), height: 480,
+    title: 'Success of the trained policy after the fixed budget (95% interval)',
+    yLabel: 'success rate', categories,
+    groups: chartRows.map((a) => {
+      const cells = envs.flatMap((e) => learners.map((l) => summaries[e][l].find((s) => s.allocator === a)!.finalSuccess));
+      return { name: LABEL[a], values: cells.map((c) => c.mean), errors: cells.map((c) => [Math.max(0, c.lo), Math.min(1, c.hi)] as [number, number]) };
+    }),
   }));
-  const check = against === null ? null : directionCheck(against, directions, profile.seeds);
-  if (profile.name === 'full') md.push(...stabilitySection(finalSuccessBySeed, profile.seeds));
+  if (alphaSeries.length > 0) {
+    writeFileSync(join(out, 'alpha.svg'), lineChart({ width: 900, height: 460, title: 'TRACE v3, learned α per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'α', logY: true, series: alphaSeries }));
+    writeFileSync(join(out, 'tau.svg'), lineChart({ width: 900, height: 460, title: 'TRACE v3, learned τ per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'τ', logY: true, series: tauSeries }));
+  }
+
+  const bySeedFlat = Object.fromEntries(envs.flatMap((e) => learners.map((l) => [key(e, l), finalSuccessBySeed[e][l]])));
+  const check = against === null ? null : directionCheck(against, bySeedFlat, seeds.length);
+  const command = profile.name === 'quick' ? 'npm run eval:quick' : profile.name === 'robustness' ? 'npm run eval -- --trie' : 'npm run eval';
+  const md: string[] = [`# Evaluation results (${profile.name} profile)`, '',
+    `Generated by \`${command}\`: seeds ${seeds[0]}–${seeds[seeds.length - 1]}, learners ${learners.join(', ')}, ${profile.merge ? 'trie trees (identical actions share a child)' : 'plain trees (every step adds a node)'}. Cells: mean [95% t-interval over seeds, clipped to the metric's range]; gaps in points of final success, paired by seed, * = separable from 0.`, '',
+    markdownTable(['environment', 'learner', 'trees', 'budget / step', 'training steps', 'learning rate', 'TRACE / knapsack round'],
+      envs.flatMap((e) => learners.map((l) => { const t = TASKS[e][l]; return [e, l, t.prompts, t.budgetPerStep, t.steps, t.learningRate, t.round.global ? `${t.round.perTree * t.prompts} in one global budget` : `${t.round.perTree} per tree`]; }))), ''];
+  if (profile.rows.includes('trace')) {
+    md.push('## TRACE v3 across environments', '');
+    for (const l of learners) md.push(`### ${l}`, '', acrossTable(envs.map((e) => ({ env: e, bySeed: finalSuccessBySeed[e][l] }))), '');
+  }
+  md.push(...sections);
+  if (profile.name === 'full') md.push(...stabilitySection(bySeedFlat, seeds.length));
   if (check) md.push('## Direction check', '', '```', ...check.lines, '```', '');
-  md.push(`Wall time: ${seconds.toFixed(1)} s on this machine.`, '');
+  md.push('## Wall time', '', markdownTable(['environment', 'learner', 'seconds', 'slowest rows (seconds)'], envs.flatMap((e) => learners.map((l) => {
+    const t = seconds[e][l];
+    const total = Object.values(t).reduce((a, b) => a + b, 0);
+    return [e, l, total.toFixed(1), Object.entries(t).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([a, s]) => `${a} ${s.toFixed(1)}`).join(', ')];
+  }))), '', `Total ${wall.toFixed(1)} s on this machine (1-minute load average ${load[0].toFixed(1)} at the start, ${load[1].toFixed(1)} at the end).`, '');
   writeFileSync(join(out, 'summary.md'), `${md.join('\n')}\n`);
   writeFileSync(join(out, 'summary.json'), `${JSON.stringify({
-    profile, steps: STEPS, policyLearningRate: POLICY_LR, traceRolloutsPerTree: TRACE_ROLLOUTS_PER_TREE, winners, leading,
-    directions: Object.fromEntries(Object.entries(directions).map(([e, d]) => [e, { ...d, bySeed: undefined }])), finalSuccessBySeed,
-    directionCheck: check && { against, status: check.status, perEnv: check.perEnv }, seconds, summaries,
+    harness: HARNESS, profile, tasks: Object.fromEntries(envs.map((e) => [e, Object.fromEntries(learners.map((l) => [l, TASKS[e][l]]))])),
+    directions: Object.fromEntries(Object.entries(directions).map(([k, d]) => [k, { ...d, bySeed: undefined }])), finalSuccessBySeed,
+    computeEquivalence: Object.fromEntries(Object.entries(bySeedFlat).map(([k, b]) => [k, computeEquivalence(b)])),
+    directionCheck: check && { against, status: check.status, perKey: check.perKey }, seconds, wall, load, summaries,
   }, null, 1)}\n`);
-  process.stderr.write(`done in ${seconds.toFixed(1)} s; leader per environment: ${JSON.stringify(winners)}; leading group (not separable from the leader at 95%, paired by seed): ${JSON.stringify(leading)}; results in ${out}/\n`);
+  process.stderr.write(`done in ${wall.toFixed(1)} s; leader per environment/learner: ${JSON.stringify(Object.fromEntries(Object.entries(directions).map(([k, d]) => [k, d.leader])))}; results in ${out}/\n`);
   if (check) process.stdout.write(`${check.lines.join('\n')}\n`);
 }
 

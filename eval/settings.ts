@@ -1,36 +1,93 @@
-import type { AllocatorName } from './allocators/index.js';
+import { budgetMultiplier, type AllocatorName } from './allocators/index.js';
 import type { EnvName } from './envs/index.js';
-import type { TrainConfig } from './train.js';
+import type { Learner, TrainConfig } from './train.js';
+
+export const LEARNERS: readonly Learner[] = ['treerl', 'grpo'];
+
+/** What one (environment, learner) pair trains with. */
+export interface Task {
+  /** Trees (prompts) per training step. */
+  prompts: number;
+  /** Environment steps one training step may spend (before an allocator's budget multiplier). */
+  budgetPerStep: number;
+  /** Training steps (policy updates) per run. */
+  steps: number;
+  /** Policy learning rate (the update divides it by the trees of a step). */
+  learningRate: number;
+  /**
+   * Rollouts per allocation round of the round-based allocators (TRACE, knapsack): `perTree` per
+   * tree; `global` splits `perTree × trees` across trees in one global budget (TRACE:
+   * `totalBudget`, `minPerTree: 1`, as `trace-alloc score --total-budget`), otherwise each tree
+   * gets `perTree` (TRACE: `budget`, as `trace-alloc score --budget`).
+   */
+  round: { perTree: number; global: boolean };
+}
 
 /**
- * Training steps per environment (the fixed budget is steps × 512): long enough for the policy
- * to learn, short enough that the best allocators have not all saturated at 100%. Navigation
- * gets three goal layouts (they move every 10 steps). Shared by the run, the sweep and the
- * outside-loop check so that all three train the same tasks.
+ * Training steps per (environment, learner) at the budget below: long enough for the policy to
+ * learn, short enough that the best allocators have not all saturated at 100%. GRPO learns
+ * slower on navigation and the tool agent (its advantage is one number per rollout), so it
+ * gets more steps there. Navigation's goals move every 10 training steps, so every run here
+ * trains on one goal layout.
  */
-export const STEPS: Record<EnvName, number> = { maze: 15, navigation: 30, dependency: 20, toolagent: 10, twochoice: 20, midchoice: 15, mixed: 15, twoclean: 10 };
-
-/**
- * Trees per training step and the environment steps they share. Every task trains 4 prompts on
- * 512 steps except `mixed`, whose 16 prompts of mixed difficulty share 2048 steps under one
- * global budget (the cross-tree split is what it tests).
- */
-export const BATCH: Record<EnvName, { prompts: number; budgetPerStep: number; learningRate: number }> = {
-  maze: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  navigation: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  dependency: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  toolagent: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  twochoice: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  midchoice: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  twoclean: { prompts: 4, budgetPerStep: 512, learningRate: 1 },
-  // The update divides by the trees of a step: 4× the rate keeps the step per prompt the same.
-  mixed: { prompts: 16, budgetPerStep: 2048, learningRate: 4 },
+const STEPS: Record<EnvName, Record<Learner, number>> = {
+  maze: { treerl: 4, grpo: 4 },
+  navigation: { treerl: 5, grpo: 10 },
+  dependency: { treerl: 5, grpo: 5 },
+  toolagent: { treerl: 3, grpo: 10 },
+  twochoice: { treerl: 5, grpo: 5 },
+  midchoice: { treerl: 4, grpo: 4 },
+  mixed: { treerl: 4, grpo: 4 },
+  twoclean: { treerl: 3, grpo: 3 },
 };
 
 /**
- * One tuning-seed training run as the sweep and the outside-loop check make them: the full
- * profile's budget and prompts, 400 final evaluation episodes, no learning curve.
+ * GRPO's learning rate relative to TreeRL's. GRPO divides a tree's summed advantages by its
+ * finished rollouts (dozens per tree at this budget), where TreeRL gives every node of a chain
+ * its outcome minus the root's value, divided by √visits only: at one rate GRPO's steps are far
+ * smaller. 16× makes independent chains learn at a comparable pace under both learners.
  */
-export function tuningConfig(env: EnvName, seed: number, allocator: AllocatorName, traceRolloutsPerTree: number): TrainConfig {
-  return { env, allocator, seed, steps: STEPS[env], ...BATCH[env], evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400, traceRolloutsPerTree };
+export const GRPO_RATE_FACTOR = 16;
+
+/**
+ * The task table, used by the run, the sweep and the outside-loop check so that all three train
+ * the same tasks. Every task trains 4 prompts on 2048 environment steps per training step except
+ * `mixed`, whose 16 prompts of mixed difficulty share 8192 steps under one global budget (the
+ * cross-tree split is what it tests); its learning rate is 4× because the update divides by
+ * the trees of a step. TRACE and knapsack place 4 rollouts per tree per round.
+ */
+export const TASKS: Record<EnvName, Record<Learner, Task>> = Object.fromEntries(
+  (Object.keys(STEPS) as EnvName[]).map((env) => {
+    const mixed = env === 'mixed';
+    const base = { prompts: mixed ? 16 : 4, budgetPerStep: mixed ? 8192 : 2048, round: { perTree: 4, global: mixed } };
+    const rate = mixed ? 4 : 1;
+    return [env, {
+      treerl: { ...base, steps: STEPS[env].treerl, learningRate: rate },
+      grpo: { ...base, steps: STEPS[env].grpo, learningRate: rate * GRPO_RATE_FACTOR },
+    }];
+  }),
+) as Record<EnvName, Record<Learner, Task>>;
+
+/** How a run samples its evaluation episodes (learning-curve points and the final success). */
+export interface Evaluation { evalEvery: number; evalEpisodes: number; finalEpisodes: number }
+
+/**
+ * The training run of `allocator` on (env, learner) with `seed`: the task's prompts, steps,
+ * learning rate and round, and its budget per step times the allocator's budget multiplier
+ * (1 except the compute-equivalence rows `independent-1.5x`, `independent-2x`). `merge`: trie
+ * trees; `task` overrides parts of the task (small runs in tests).
+ */
+export function trainConfig(env: EnvName, learner: Learner, allocator: AllocatorName, seed: number, evaluation: Evaluation, options: { merge?: boolean; task?: Partial<Task> } = {}): TrainConfig {
+  const task = { ...TASKS[env][learner], ...options.task };
+  return {
+    env, learner, allocator, seed, merge: options.merge ?? false,
+    steps: task.steps, prompts: task.prompts, learningRate: task.learningRate, round: task.round,
+    budgetPerStep: task.budgetPerStep * budgetMultiplier(allocator),
+    ...evaluation,
+  };
+}
+
+/** One tuning-seed training run as the sweep and the outside-loop check make them: 400 final evaluation episodes, no learning curve. */
+export function tuningConfig(env: EnvName, learner: Learner, seed: number, allocator: AllocatorName): TrainConfig {
+  return trainConfig(env, learner, allocator, seed, { evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400 });
 }

@@ -1,51 +1,54 @@
-// How TRACE v2's settings were chosen: the contest gain κ (0, 2, 4, 8) and the rollouts placed
-// per tree per allocation round (2, 4, 8), on tuning seeds 1001–1100, which the reported runs
-// (seeds 1–100) never use; uniform expansion and independent chains run on the same seeds
-// for paired gaps. `npx tsx eval/sweep.ts [--seeds N] [--out FILE]` (default: a temporary file;
-// `--out eval/results/sweep.md` refreshes the committed table).
+// TRACE v3's allocation settings on tuning seeds: the contest gain κ (0, 2, 4, 8) and the fork
+// keep η (0, 0.25, 0.5) on every environment and learner of the task table, beside uniform
+// expansion and independent chains on the same seeds for paired gaps. Tuning seeds start at
+// 1001; the reported runs (seeds 1–140) never use them.
+// `npx tsx eval/sweep.ts [--seeds N] [--learner treerl,grpo] [--env a,b] [--out FILE]` (default: a temporary file).
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable } from '../report/svg.js';
 import { TraceAllocator } from './allocators/trace.js';
 import { pairedGap } from './direction.js';
-import { ENVS } from './envs/index.js';
+import { ENVS, type EnvName } from './envs/index.js';
 import { meanCi, type Interval } from './stats.js';
-import { tuningConfig } from './settings.js';
-import { train, type TrainConfig } from './train.js';
+import { LEARNERS, tuningConfig } from './settings.js';
+import { train, type Learner } from './train.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
 const seedCount = Number(arg('--seeds') ?? 100);
+const learners = (arg('--learner')?.split(',') ?? [...LEARNERS]) as Learner[];
+const envs = (arg('--env')?.split(',') ?? [...ENVS]) as EnvName[];
 const out = arg('--out') ?? join(tmpdir(), 'trace-alloc-sweep.md');
 const SEEDS = Array.from({ length: seedCount }, (_, i) => 1001 + i);
 const GAINS = [0, 2, 4, 8];
-const PER_TREE = [2, 4, 8];
+const KEEPS = [0, 0.25, 0.5];
 
 const pts = (x: Interval) => `${(100 * x.mean).toFixed(1)} [${(100 * x.lo).toFixed(1)}, ${(100 * x.hi).toFixed(1)}]`;
 const rows: string[][] = [];
 const totals = new Map<string, number>();
-for (const env of ENVS) {
-  const base = (allocator: 'uniform' | 'independent') => SEEDS.map((seed) => train(config(env, seed, allocator)).finalSuccess);
-  const uniform = base('uniform'), independent = base('independent');
-  rows.push([env, 'uniform (Tree-GRPO)', '', '', pts(meanCi(uniform)), '', '']);
-  rows.push([env, 'independent chains', '', '', pts(meanCi(independent)), '', '']);
-  for (const perTree of PER_TREE) {
-    for (const contestGain of GAINS) {
-      const runs = SEEDS.map((seed) => train({ ...config(env, seed, 'trace'), makeAllocator: (segment) => new TraceAllocator({ baseDepth: segment, rolloutsPerTree: perTree, allocate: { contestGain } }) }).finalSuccess);
-      const key = `κ ${contestGain}, ${perTree} per tree`;
-      totals.set(key, (totals.get(key) ?? 0) + meanCi(runs).mean);
-      rows.push([env, 'TRACE v2', String(contestGain), String(perTree), pts(meanCi(runs)), pts(pairedGap(runs, uniform)), pts(pairedGap(runs, independent))]);
-      process.stderr.write('.');
+for (const learner of learners) {
+  for (const env of envs) {
+    const base = (allocator: 'uniform' | 'independent') => SEEDS.map((seed) => train(tuningConfig(env, learner, seed, allocator)).finalSuccess);
+    const uniform = base('uniform'), independent = base('independent');
+    rows.push([learner, env, 'uniform (Tree-GRPO)', '', '', pts(meanCi(uniform)), '', '']);
+    rows.push([learner, env, 'independent chains', '', '', pts(meanCi(independent)), '', '']);
+    for (const forkKeep of KEEPS) {
+      for (const contestGain of GAINS) {
+        const runs = SEEDS.map((seed) => {
+          const config = tuningConfig(env, learner, seed, 'trace');
+          return train({ ...config, makeAllocator: (segment) => new TraceAllocator({ baseDepth: segment, round: config.round, allocate: { contestGain, forkKeep } }) }).finalSuccess;
+        });
+        const name = `κ ${contestGain}, η ${forkKeep}`;
+        totals.set(name, (totals.get(name) ?? 0) + meanCi(runs).mean);
+        rows.push([learner, env, 'TRACE v3', String(contestGain), String(forkKeep), pts(meanCi(runs)), pts(pairedGap(runs, uniform)), pts(pairedGap(runs, independent))]);
+        process.stderr.write('.');
+      }
     }
   }
 }
 const best = [...totals.entries()].sort((a, b) => b[1] - a[1]);
-const table = markdownTable(['env', 'allocator', 'κ', 'rollouts / tree / round', 'final success, %', 'v2 − uniform, points', 'v2 − independent, points'], rows);
-const ranking = markdownTable(['setting', 'summed final success over the environments, %'], best.map(([k, v]) => [k, (100 * v).toFixed(1)]));
-writeFileSync(out, `# TRACE v2 settings sweep (tuning seeds ${SEEDS[0]}–${SEEDS[SEEDS.length - 1]}, ${SEEDS.length} seeds)\n\nGenerated by \`npx tsx eval/sweep.ts --out ${out}\`. Cells: mean [95% t-interval]; gaps paired by seed.\n\n${table}\n\n## Ranking\n\n${ranking}\n`);
+const table = markdownTable(['learner', 'env', 'allocator', 'κ', 'η', 'final success, %', 'v3 − uniform, points', 'v3 − independent, points'], rows);
+const ranking = markdownTable(['setting', 'summed final success over environments and learners, %'], best.map(([k, v]) => [k, (100 * v).toFixed(1)]));
+writeFileSync(out, `# TRACE v3 settings sweep (tuning seeds ${SEEDS[0]}–${SEEDS[SEEDS.length - 1]}, ${SEEDS.length} seeds)\n\nGenerated by \`npx tsx eval/sweep.ts --out ${out}\`. Cells: mean [95% t-interval]; gaps paired by seed.\n\n${table}\n\n## Ranking\n\n${ranking}\n`);
 process.stderr.write(`\nwrote ${out}\n`);
-
-function config(env: (typeof ENVS)[number], seed: number, allocator: TrainConfig['allocator']): TrainConfig {
-  return tuningConfig(env, seed, allocator, 4);
-}

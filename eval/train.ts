@@ -1,11 +1,19 @@
 import { Rng } from '../src/util/random.js';
 import { createAllocator, type AllocatorName } from './allocators/index.js';
-import type { Allocator } from './allocators/types.js';
+import type { Allocator, RoundSize } from './allocators/types.js';
 import { createEnv, type EnvName } from './envs/index.js';
 import type { Env } from './envs/types.js';
 import { treeMetrics } from './metrics.js';
 import { TabularPolicy } from './policy.js';
 import { Grower, RolloutForest } from './tree.js';
+
+/**
+ * How the policy learns from a step's trees: 'treerl' — TreeRL's per-node advantages;
+ * 'grpo' — every finished rollout is one trajectory from the prompt (shared prefixes included),
+ * advantage = its reward minus the mean over its tree's finished rollouts, averaged per tree
+ * (GRPO as a trainer that treats a tree's leaves as its group sees it).
+ */
+export type Learner = 'treerl' | 'grpo';
 
 export interface TrainConfig {
   env: EnvName;
@@ -23,17 +31,12 @@ export interface TrainConfig {
   evalEvery: number;
   evalEpisodes: number;
   finalEpisodes: number;
-  /** TRACE: rollouts placed per tree in each allocation round (SPEC §4's budget, global mode); ignored by the others. */
-  traceRolloutsPerTree: number;
+  /** Round-based allocators (TRACE, knapsack): rollouts per tree per round, per tree or in one global budget. Default 4 per tree. */
+  round?: RoundSize;
   /** Segment length of the segment-based allocators and TRACE's D0; default a quarter of the horizon. */
   segment?: number;
-  /**
-   * How the policy learns from a step's trees: 'treerl' (default) — TreeRL's per-node advantages;
-   * 'grpo' — every finished rollout is one trajectory from the prompt (shared prefixes included),
-   * advantage = its reward minus the mean over its tree's finished rollouts, averaged per tree
-   * (GRPO as a trainer that treats a tree's leaves as its group sees it).
-   */
-  learner?: 'treerl' | 'grpo';
+  /** How the policy learns (`Learner`). Default 'treerl'. */
+  learner?: Learner;
   /** Trie trees: identical actions from one node share a child (see `Grower`). Default false. */
   merge?: boolean;
   /** Builds the allocator instead of `allocator`'s registered one (settings sweeps). */
@@ -60,6 +63,8 @@ export interface TrainResult {
   meanSuccess: number;
   /** Mean environment steps per started rollout. */
   stepsPerRollout: number;
+  /** Share of rollouts started at the prompt (the tree's root): 1 for independent chains. */
+  rootShare: number;
   /** TRACE only: share of rollouts started below a node whose children had all finished. */
   deadEndShare: number | null;
   /** [cumulative budget, success rate] after evaluation points. */
@@ -76,13 +81,13 @@ export interface TrainResult {
 export function train(config: TrainConfig): TrainResult {
   const env = createEnv(config.env, config.seed);
   const segment = config.segment ?? segmentLength(env);
-  const allocator = config.makeAllocator?.(segment) ?? createAllocator(config.allocator, segment, config.traceRolloutsPerTree);
+  const allocator = config.makeAllocator?.(segment) ?? createAllocator(config.allocator, segment, config.round);
   const policy = new TabularPolicy(env.stateCount, env.actions);
   const rng = new Rng(config.seed * 7919 + 17);
   const curve: Array<[number, number]> = [[0, evaluate(env, policy, config.evalEpisodes, config.seed, 0)]];
   const alpha: number[] = [], tau: number[] = [];
   let firstReward: number | null = null;
-  let mixed = 0, groups = 0, dead = 0, zero = 0, used = 0, allocMs = 0, launches = 0;
+  let mixed = 0, groups = 0, dead = 0, zero = 0, used = 0, allocMs = 0, launches = 0, rootLaunches = 0;
   for (let step = 0; step < config.steps; step++) {
     env.setTrainingStep(step);
     if (allocator.params) { const p = allocator.params(); alpha.push(p.alpha); tau.push(p.tau); }
@@ -95,6 +100,7 @@ export function train(config: TrainConfig): TrainResult {
     if (firstReward === null && grower.firstSuccessAt >= 0) firstReward = used + grower.firstSuccessAt;
     used += grower.used;
     launches += grower.launches;
+    rootLaunches += grower.rootLaunches;
     const m = treeMetrics(forest);
     mixed += m.mixedGroups; groups += m.scoredGroups; dead += m.deadSteps; zero += m.zeroSteps;
     if (config.learner === 'grpo') updatePolicyGrpo(policy, forest, config.learningRate / config.prompts);
@@ -114,6 +120,7 @@ export function train(config: TrainConfig): TrainResult {
     budgetUsed: used,
     meanSuccess: curve.slice(1).reduce((a, c) => a + c[1], 0) / Math.max(1, curve.length - 1),
     stepsPerRollout: launches > 0 ? used / launches : 0,
+    rootShare: launches > 0 ? rootLaunches / launches : 0,
     deadEndShare: allocator.deadEndLaunches !== undefined && launches > 0 ? allocator.deadEndLaunches / launches : null,
     curve,
     alpha,

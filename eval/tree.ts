@@ -87,6 +87,8 @@ export class Grower {
   successes = 0;
   /** Rollouts started (calls to `rollout` that took at least one step). */
   launches = 0;
+  /** Of those, rollouts started at a tree's root (fresh rollouts from the prompt). */
+  rootLaunches = 0;
   /** Budget used when the first successful rollout finished, or −1. */
   firstSuccessAt = -1;
 
@@ -152,12 +154,20 @@ export class Grower {
     return id;
   }
 
-  /** Up to `maxSteps` policy steps from `from` (Infinity: to the end of the episode). Returns the last node, or `from` if none was taken. */
-  rollout(from: number, maxSteps: number): number {
+  /**
+   * Up to `maxSteps` steps from `from` (Infinity: to the end of the episode), each a policy
+   * sample except the first when `firstAction` ≥ 0 (a search that expands one chosen action and
+   * rolls the policy on from there). One launch, counted at `from`. Returns the last node, or
+   * `from` if none was taken.
+   */
+  rollout(from: number, maxSteps: number, firstAction = -1): number {
     let node = from;
-    if (maxSteps > 0 && this.used < this.limit && !this.forest.terminal[from]) this.launches++;
+    if (maxSteps > 0 && this.used < this.limit && !this.forest.terminal[from]) {
+      this.launches++;
+      if (this.forest.parent[from] < 0) this.rootLaunches++;
+    }
     for (let i = 0; i < maxSteps; i++) {
-      const next = this.extend(node);
+      const next = this.extend(node, i === 0 ? firstAction : -1);
       if (next < 0) break;
       node = next;
       if (this.forest.terminal[node]) break;

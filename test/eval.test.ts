@@ -3,7 +3,9 @@ import { allocate } from '../src/allocate/allocate.js';
 import { packForest } from '../src/forest/packed.js';
 import { scoreCpu } from '../src/score/cpu.js';
 import { Rng } from '../src/util/random.js';
-import { ALLOCATORS, createAllocator } from '../eval/allocators/index.js';
+import { ablatedScores } from '../eval/allocators/ablation.js';
+import { ALLOCATORS, budgetMultiplier, createAllocator } from '../eval/allocators/index.js';
+import { KnapsackAllocator, knapsackSplit, knapsackValue, marginalValue } from '../eval/allocators/knapsack.js';
 import { TraceAllocator } from '../eval/allocators/trace.js';
 import { DependencyEnv } from '../eval/envs/dependency.js';
 import { ENVS, createEnv } from '../eval/envs/index.js';
@@ -13,9 +15,11 @@ import type { Env } from '../eval/envs/types.js';
 import { treeMetrics } from '../eval/metrics.js';
 import { exhaustedNodes, packRollouts } from '../eval/pack.js';
 import { TabularPolicy } from '../eval/policy.js';
-import { blockChecks, checkDirection, direction, overallStatus, pairedGap } from '../eval/direction.js';
+import { blockChecks, checkCommon, checkDirection, direction, overallStatus, pairedGap } from '../eval/direction.js';
+import { chainsMultiplier, formatEquivalence, needsAtLeast } from '../eval/equivalence.js';
+import { GRPO_RATE_FACTOR, LEARNERS, TASKS, trainConfig } from '../eval/settings.js';
 import { meanCi, t95 } from '../eval/stats.js';
-import { train, updatePolicy } from '../eval/train.js';
+import { train, updatePolicy, updatePolicyGrpo } from '../eval/train.js';
 import { Grower, RolloutForest } from '../eval/tree.js';
 
 /** A seeded random walk: states, rewards and embeddings along the way. */
@@ -104,6 +108,8 @@ describe('environments', () => {
   });
 });
 
+const small = { evalEvery: 3, evalEpisodes: 10, finalEpisodes: 10 };
+
 describe('budget accounting', () => {
   it('the grower never spends past its limit and one node is one step', () => {
     const env = createEnv('maze', 2);
@@ -127,23 +133,176 @@ describe('budget accounting', () => {
     expect(g.forest.depth[last]).toBeLessThanOrEqual(env.horizon);
   });
 
-  it.each(ALLOCATORS)('%s spends exactly the budget of every training step', (name) => {
+  it.each(ALLOCATORS)('%s spends exactly steps × budget per step × its multiplier on every environment (global round on mixed)', (name) => {
     for (const env of ENVS) {
-      const r = train({
-        env, allocator: name, seed: 5, steps: 3, budgetPerStep: 150, prompts: 3, learningRate: 1,
-        evalEvery: 3, evalEpisodes: 10, finalEpisodes: 10, traceRolloutsPerTree: 2,
-      });
-      expect(r.budgetUsed).toBe(450);
-      expect(r.curve.map((c) => c[0])).toEqual([0, 450]);
+      const config = trainConfig(env, 'treerl', name, 5, small, { task: { steps: 3, budgetPerStep: 150, prompts: 3, round: { perTree: 2, global: env === 'mixed' } } });
+      expect(config.budgetPerStep).toBe(150 * budgetMultiplier(name));
+      const r = train(config);
+      expect(r.budgetUsed).toBe(3 * 150 * budgetMultiplier(name));
+      expect(r.curve.map((c) => c[0])).toEqual([0, r.budgetUsed]);
     }
   });
 
-  it.each(ALLOCATORS)('%s spends one step budget exactly in one grow call', (name) => {
-    const env = createEnv('navigation', 4);
-    const g = grower(env, 333, 4);
-    createAllocator(name, 4, 2).grow(g);
-    expect(g.used).toBe(333);
-    expect(g.forest.size - 4).toBe(333);
+  it('the compute-equivalence rows run 1.5× and 2× the task budget; every other row 1×', () => {
+    expect(ALLOCATORS.filter((a) => budgetMultiplier(a) !== 1)).toEqual(['independent-1.5x', 'independent-2x']);
+    expect(trainConfig('maze', 'grpo', 'independent-1.5x', 1, small).budgetPerStep).toBe(3072);
+    expect(trainConfig('mixed', 'treerl', 'independent-2x', 1, small).budgetPerStep).toBe(16384);
+    expect(trainConfig('mixed', 'treerl', 'trace', 1, small).budgetPerStep).toBe(8192);
+  });
+
+  for (const global of [false, true]) {
+    it.each(ALLOCATORS)(`%s spends one step budget exactly in one grow call (${global ? 'global' : 'per-tree'} round)`, (name) => {
+      const env = createEnv('navigation', 4);
+      const g = grower(env, 333, 4);
+      createAllocator(name, 4, { perTree: 2, global }).grow(g);
+      expect(g.used).toBe(333);
+      expect(g.forest.size - 4).toBe(333);
+    });
+  }
+
+  it('trie trees: an action already taken from a node walks into its child, and every step still costs one', () => {
+    const env = createEnv('twochoice', 1);
+    const g = new Grower(new RolloutForest(env.dim), env, new TabularPolicy(env.stateCount, env.actions), new Rng(1), 100, true);
+    const root = g.addRoot(0, env.start(0));
+    const a = g.extend(root, 2), b = g.extend(root, 2), c = g.extend(root, 3);
+    expect(b).toBe(a);
+    expect(c).not.toBe(a);
+    expect(g.forest.children[root]).toEqual([a, c]);
+    expect(g.used).toBe(3);
+    expect(g.forest.size).toBe(3);
+    // The same path twice to an episode's end: one chain of nodes, its end finished twice.
+    const walk = (from: number) => { let v = from; while (!g.forest.terminal[v]) v = g.extend(v, 0); return v; };
+    const before = g.used;
+    const end1 = walk(a), end2 = walk(a);
+    expect(end2).toBe(end1);
+    expect(g.forest.visits[end1]).toBe(2);
+    expect(g.forest.visits[root]).toBe(2);
+    expect(g.used - before).toBe(2 * (g.forest.depth[end1] - 1));
+    // Plain trees add a node per step whatever the action.
+    const plain = grower(env, 100, 1);
+    expect(plain.extend(plain.forest.roots[0], 2)).not.toBe(plain.extend(plain.forest.roots[0], 2));
+  });
+});
+
+describe('settings and learners', () => {
+  it('the task table: 2048 steps per training step on 4 prompts, 8192 on mixed\'s 16 in a global round; steps per (env, learner); GRPO at 16× the rate', () => {
+    const steps = Object.fromEntries(ENVS.map((e) => [e, [TASKS[e].treerl.steps, TASKS[e].grpo.steps]]));
+    expect(steps).toEqual({ maze: [4, 4], navigation: [5, 10], dependency: [5, 5], toolagent: [3, 10], twochoice: [5, 5], midchoice: [4, 4], mixed: [4, 4], twoclean: [3, 3] });
+    expect(ENVS).toEqual(['maze', 'navigation', 'dependency', 'toolagent', 'twochoice', 'midchoice', 'mixed', 'twoclean']);
+    for (const e of ENVS) {
+      for (const l of LEARNERS) {
+        const t = TASKS[e][l];
+        expect([t.prompts, t.budgetPerStep, t.round]).toEqual(e === 'mixed' ? [16, 8192, { perTree: 4, global: true }] : [4, 2048, { perTree: 4, global: false }]);
+      }
+      expect(TASKS[e].treerl.learningRate).toBe(e === 'mixed' ? 4 : 1);
+      expect(TASKS[e].grpo.learningRate).toBe(GRPO_RATE_FACTOR * TASKS[e].treerl.learningRate);
+    }
+    expect(GRPO_RATE_FACTOR).toBe(16);
+    const c = trainConfig('toolagent', 'grpo', 'trace', 7, small);
+    expect([c.learner, c.steps, c.budgetPerStep, c.learningRate, c.prompts, c.merge]).toEqual(['grpo', 10, 2048, 16, 4, false]);
+  });
+
+  it('GRPO: every step of a finished rollout gets its reward minus the tree\'s mean, divided by the tree\'s finished rollouts', () => {
+    // root (state 0) → A (action 0, ends, R = 1); root → B (action 1, state 1) → C (action 2, ends, R = 0), B → D (action 3, ends, R = 1).
+    const f = new RolloutForest(0);
+    const root = f.add(0, -1, 0, -1, 0, 1);
+    const A = f.add(0, root, 1, 0, 0, 0), B = f.add(0, root, 1, 1, 0, 1), C = f.add(0, B, 1, 2, 0, 0), D = f.add(0, B, 1, 3, 0, 0);
+    for (const [v, r] of [[A, 1], [C, 0], [D, 1]] as const) {
+      f.terminal[v] = 1; f.outcome[v] = r;
+      for (let u = v; u >= 0; u = f.parent[u]) { f.visits[u]++; f.rewardSum[u] += r; }
+    }
+    const policy = new TabularPolicy(2, 4);
+    updatePolicyGrpo(policy, f, 1);
+    // Advantages / 3 rollouts: A +1/9, C −2/9, D +1/9; B carries C + D = −1/9. π uniform: ∇ log π(a|s) = onehot(a) − ¼.
+    const expected = [1 / 9, -1 / 9, 0, 0, 0.25 / 9, 0.25 / 9, -2 / 9 + 0.25 / 9, 1 / 9 + 0.25 / 9];
+    Array.from(policy.logits).forEach((x, i) => expect(x).toBeCloseTo(expected[i], 12));
+    // TreeRL on the same tree moves B's branch differently (per-node advantages): the learners differ.
+    const treerl = new TabularPolicy(2, 4);
+    updatePolicy(treerl, f, 1);
+    expect(Array.from(treerl.logits)).not.toEqual(Array.from(policy.logits));
+  });
+});
+
+describe('TRACE rows and the knapsack baseline', () => {
+  it('trace-nocontrast is independent chains, seed for seed (per-tree and global rounds, both learners)', () => {
+    for (const [env, learner] of [['twochoice', 'treerl'], ['mixed', 'grpo'], ['maze', 'grpo']] as const) {
+      const run = (allocator: 'independent' | 'trace-nocontrast') => train(trainConfig(env, learner, allocator, 3, { evalEvery: 1, evalEpisodes: 30, finalEpisodes: 60 }, { task: { steps: 3, budgetPerStep: env === 'mixed' ? 900 : 400 } }));
+      const a = run('independent'), b = run('trace-nocontrast');
+      expect(b.rootShare).toBe(1);
+      expect([b.curve, b.finalSuccess, b.mixedFraction, b.stepsPerRollout]).toEqual([a.curve, a.finalSuccess, a.mixedFraction, a.stepsPerRollout]);
+    }
+  });
+
+  it('trace-nocontrast and trace-outcome scores on a hand forest: w = 1/k; I = 0, or the share of visited pairs with different rewards', () => {
+    // root: children 1 (visits 2, r 1), 2 (visits 1, r 0), 3 (unvisited, r 0.5); 1: children 4, 5 (r 0.25, 0.75); 2: one child 6.
+    const forest = packForest({ dim: 2, trees: [{ nodes: [
+      { visits: 3, reward: 2 / 3 }, { parent: 0, visits: 2, reward: 1 }, { parent: 0, visits: 1, reward: 0 }, { parent: 0, reward: 0.5 },
+      { parent: 1, visits: 1, reward: 0.25, terminal: true }, { parent: 1, visits: 1, reward: 0.75, terminal: true }, { parent: 2, visits: 1, terminal: true },
+    ].map((n, i) => ({ ...n, embedding: [1, i / 10] })) }] });
+    const params = { alpha: 1, tau: 0.5, rule: 'v3' as const };
+    const outcome = ablatedScores(forest, 'outcome', params), none = ablatedScores(forest, 'nocontrast', params);
+    for (const s of [outcome, none]) {
+      expect(Array.from(s.weight)).toEqual([1, 1 / 3, 1 / 3, 1 / 3, 1 / 2, 1 / 2, 1]);
+      expect(Array.from(s.gradAlpha).every((x) => x === 0) && Array.from(s.gradTau).every((x) => x === 0)).toBe(true);
+    }
+    // Groups by parent: 0 → pairs (1,2) differ by 1, (1,3) and (2,3) unvisited: 1/3; 1 → |0.25 − 0.75| over 1 pair; 2 → one child.
+    const byParent = (s: typeof outcome) => Object.fromEntries(Array.from(forest.groupParent, (p, g) => [p, s.intensity[g]]));
+    expect(byParent(outcome)).toEqual({ 0: 1 / 3, 1: 0.5, 2: 0 });
+    expect(byParent(none)).toEqual({ 0: 0, 1: 0, 2: 0 });
+    // C is each child's mean over its pairs, so I = mean C.
+    expect(Array.from(outcome.contrast).map((x) => +x.toFixed(12))).toEqual([0, 0.5, 0.5, 0, 0.5, 0.5, 0]);
+    // Under v3, no contest anywhere: every rollout at the root; the outcome forks claim their share.
+    expect(Array.from(allocate(forest, none, { budget: 8 }).branches)).toEqual([8, 0, 0, 0, 0, 0, 0]);
+    expect(allocate(forest, outcome, { budget: 8 }).branches[0]).toBeLessThan(8);
+  });
+
+  it('knapsack value: the chance of both outcomes × p(1−p)², and its marginal value in closed form', () => {
+    for (const p of [0.05, 0.3, 0.5, 0.9]) {
+      expect(knapsackValue(1, p)).toBeCloseTo(0, 15);
+      for (let n = 0; n < 12; n++) {
+        expect(marginalValue(n, p)).toBeCloseTo(knapsackValue(n + 1, p) - knapsackValue(n, p), 14);
+        expect(marginalValue(n + 1, p)).toBeLessThan(marginalValue(n, p));
+      }
+    }
+  });
+
+  it('knapsack split: the greedy marginal-value split is the best split of the round, ties to the smaller tree', () => {
+    const total = (x: number[], counts: number[], p: number[]) => x.reduce((a, xi, t) => a + knapsackValue(counts[t] + xi, p[t]), 0);
+    const cases: Array<[number, number[], number[]]> = [[6, [6, 2, 0], [0.5, 0.1, 0.02]], [8, [3, 3, 3, 3], [0.9, 0.5, 0.2, 0.6]], [5, [0, 10, 1], [0.3, 0.5, 0.97]]];
+    for (const [units, counts, p] of cases) {
+      const split = knapsackSplit(units, counts, p);
+      expect(split.reduce((a, b) => a + b, 0)).toBe(units);
+      let best = -Infinity;
+      const visit = (t: number, left: number, x: number[]) => {
+        if (t === counts.length - 1) { best = Math.max(best, total([...x, left], counts, p)); return; }
+        for (let k = 0; k <= left; k++) visit(t + 1, left - k, [...x, k]);
+      };
+      visit(0, units, []);
+      expect(total(split, counts, p)).toBeCloseTo(best, 14);
+      // Every prompt's last unit is worth at least the next unit of any other.
+      for (let t = 0; t < counts.length; t++) for (let s = 0; s < counts.length; s++) {
+        if (split[t] > 0 && s !== t) expect(marginalValue(counts[t] + split[t] - 1, p[t])).toBeGreaterThanOrEqual(marginalValue(counts[s] + split[s], p[s]));
+      }
+    }
+    // Relabelling the prompts relabels the split.
+    const [x0, x1, x2] = knapsackSplit(6, [6, 2, 0], [0.5, 0.1, 0.02]);
+    expect(knapsackSplit(6, [0, 6, 2], [0.02, 0.5, 0.1])).toEqual([x2, x0, x1]);
+    // Equal prompts: one each in tree order, then again: ties go to the smaller tree.
+    expect(knapsackSplit(4, [0, 0, 0], [0.5, 0.5, 0.5])).toEqual([2, 1, 1]);
+    expect(knapsackSplit(3, [5, 4, 4], [0.5, 0.5, 0.5])).toEqual([1, 1, 1]);
+    expect(knapsackSplit(1, [5, 4, 4], [0.5, 0.5, 0.5])).toEqual([0, 1, 0]);
+  });
+
+  it('knapsack rollouts are chains from the prompts; the first round of a step gives every tree its round share', () => {
+    const env = createEnv('mixed', 2);
+    const g = grower(env, 2000, 16);
+    const alloc = new KnapsackAllocator({ perTree: 4, global: true });
+    alloc.grow(g);
+    expect(g.used).toBe(2000);
+    expect(g.rootLaunches).toBe(g.launches);
+    for (let v = 0; v < g.forest.size; v++) if (g.forest.parent[v] >= 0) expect(g.forest.children[v].length).toBeLessThanOrEqual(1);
+    // 64 rollouts of ~15 steps: the first round ends near step 1000, so each tree started at least 4.
+    expect(Math.min(...g.forest.roots.map((r) => g.forest.children[r].length))).toBeGreaterThanOrEqual(4);
   });
 });
 
@@ -207,12 +366,12 @@ describe('training pieces', () => {
     expect(Array.from(packed.terminal)).toEqual([0, 1, 1, 0]);
   });
 
-  for (const [rule, envName, steps] of [['v2', 'toolagent', 6], ['v1', 'dependency', 6]] as const) {
+  for (const [rule, envName, steps] of [['v3', 'toolagent', 6], ['v2', 'toolagent', 6], ['v1', 'dependency', 6]] as const) {
     it(`TRACE ${rule}-learned moves α, τ from the step gains; TRACE ${rule} default keeps them`, () => {
       const env = createEnv(envName, 2);
       const policy = new TabularPolicy(env.stateCount, env.actions);
-      const learned = new TraceAllocator({ rule, learn: true, baseDepth: 9, rolloutsPerTree: 2 });
-      const fixed = new TraceAllocator({ rule, baseDepth: 9, rolloutsPerTree: 2 });
+      const learned = new TraceAllocator({ rule, learn: true, baseDepth: 9, round: { perTree: 2, global: true } });
+      const fixed = new TraceAllocator({ rule, baseDepth: 9, round: { perTree: 2, global: true } });
       const rng = new Rng(3);
       for (let step = 0; step < steps; step++) {
         for (const alloc of [learned, fixed]) {
@@ -230,7 +389,7 @@ describe('training pieces', () => {
   it('with one rollout per tree per round, closed-chains TRACE grows independent chains and α, τ never move', () => {
     const env = createEnv('dependency', 2);
     const policy = new TabularPolicy(env.stateCount, env.actions);
-    const alloc = new TraceAllocator({ rule: 'v1', learn: true, baseDepth: 9, rolloutsPerTree: 1, closeExhausted: true });
+    const alloc = new TraceAllocator({ rule: 'v1', learn: true, baseDepth: 9, round: { perTree: 1, global: true }, closeExhausted: true });
     const rng = new Rng(4);
     for (let step = 0; step < 4; step++) {
       const g = new Grower(new RolloutForest(env.dim), env, policy, rng, 600);
@@ -264,6 +423,24 @@ function runs(seeds: number, gaps: Record<string, [gap: number, spread: number]>
   const base = Array.from({ length: seeds }, (_, i) => 0.5 + 0.2 * Math.sin(i));
   return Object.fromEntries(Object.entries(gaps).map(([name, [gap, spread]], k) => [name, base.map((x, i) => x - gap - spread * WALSH[k % 3][i % 4])]));
 }
+
+describe('compute-equivalence', () => {
+  const chains: Array<[number, number]> = [[1, 0.4], [1.5, 0.5], [2, 0.7]];
+  it('interpolates the chains\' means linearly, the first crossing on non-monotone means', () => {
+    expect(chainsMultiplier(0.45, chains)).toEqual({ kind: 'at', multiplier: 1.25 });
+    expect(chainsMultiplier(0.6, chains)).toEqual({ kind: 'at', multiplier: 1.75 });
+    expect(chainsMultiplier(0.5, chains)).toEqual({ kind: 'at', multiplier: 1.5 });
+    expect(chainsMultiplier(0.55, [[1, 0.4], [1.5, 0.6], [2, 0.5]]).multiplier).toBeCloseTo(1.375, 12);
+  });
+
+  it('says "≤ 1" when chains at 1× already match and "> 2" when chains at 2× do not', () => {
+    expect(formatEquivalence(chainsMultiplier(0.4, chains))).toBe('≤ 1');
+    expect(formatEquivalence(chainsMultiplier(0.3, chains))).toBe('≤ 1');
+    expect(formatEquivalence(chainsMultiplier(0.71, chains))).toBe('> 2');
+    expect(formatEquivalence(chainsMultiplier(0.6, chains))).toBe('1.75');
+    expect([0.3, 0.45, 0.5, 0.6, 0.71].map((t) => needsAtLeast(chainsMultiplier(t, chains), 1.5))).toEqual([false, false, true, true, true]);
+  });
+});
 
 describe('direction (leader, leading group, separably behind)', () => {
   it('t95 follows the t table up to 30 degrees of freedom and the expansion beyond', () => {
@@ -387,6 +564,16 @@ describe('direction (leader, leading group, separably behind)', () => {
     const c = check(quick, full);
     expect(c.status).toBe('FAIL');
     expect(c.failures).toEqual(['trace-learned is missing from the quick run']);
+  });
+
+  it('compares a quick run with fewer rows only on the allocators both runs have', () => {
+    // The full run's leader (puct) is not in the quick run: on the common rows uniform leads both.
+    const full = runs(100, { puct: [0, 0], uniform: [0.1, 0.05], independent: [0.3, 0.1], trace: [0.11, 0.2], 'trace-learned': [0.1, 0.2], 'independent-2x': [-0.5, 0.1] });
+    const quick = runs(20, { uniform: [0, 0], independent: [0.2, 0.1], trace: [0.01, 0.3] });
+    expect(checkDirection(direction(quick), direction(full), spec).status).toBe('FAIL');
+    const c = checkCommon(quick, full, spec, (a) => a, ['independent-2x']);
+    expect(c.status).toBe('PASS');
+    expect(c.details).toEqual(['quick leader uniform is in the full leading group', 'full leader uniform is in the quick leading group', 'trace inside the leading group in both']);
   });
 
   it('checks disjoint blocks of a run against the whole run', () => {

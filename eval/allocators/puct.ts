@@ -39,13 +39,12 @@ export class PuctAllocator implements Allocator {
         if (a < 0) break;
         const child = slot(node)[a];
         if (child >= 0) { node = child; path.push(node); continue; }
-        const created = g.extend(node, a);
-        if (created < 0) break;
-        const before = f.size - 1;
-        register(created);
-        path.push(created);
-        const last = g.rollout(created, Infinity);
-        for (let v = before + 1; v <= last && v < f.size; v++) register(v);
+        // Expand action a, then roll the policy on to the episode's end: one launch from `node`.
+        const before = f.size;
+        g.rollout(node, Infinity, a);
+        if (f.size === before) break;
+        for (let v = before; v < f.size; v++) register(v);
+        path.push(before);
         break;
       }
       // Children have larger ids than parents, so one descending pass settles exhaustion bottom-up.

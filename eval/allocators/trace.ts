@@ -8,15 +8,18 @@ import type { ScoreParams, Scores } from '../../src/score/types.js';
 import type { AllocateOptions, Rule } from '../../src/allocate/options.js';
 import { exhaustedNodes, packRollouts, rowOf } from '../pack.js';
 import type { Grower } from '../tree.js';
-import { interleave, runLaunches, type Allocator, type Launch } from './types.js';
+import { ablatedScores, type AblatedScores } from './ablation.js';
+import { DEFAULT_ROUND, interleave, runLaunches, type Allocator, type Launch, type RoundSize } from './types.js';
 
 export interface TraceOptions {
-  /** 'v2' (default): rollouts run to the episode's end and claims follow docs/ALGORITHM.md v2; 'v1': depth-limited rollouts as v1 specifies. */
+  /** 'v3' (default, the library's): rollouts run to the episode's end; 'v2' likewise; 'v1': depth-limited rollouts as v1 specifies. */
   rule?: Rule;
-  /** Extra allocation settings (v2's contestGain, treeFloor, pruneRatio; sweeps). */
-  allocate?: Pick<AllocateOptions, 'contestGain' | 'treeFloor' | 'pruneRatio'>;
-  /** Rollouts placed per tree per allocation round (the global budget is this × trees). Default 4. */
-  rolloutsPerTree?: number;
+  /** What `allocate` is given: the library's scores (default) or an ablation of them (v3 only; `ablation.ts`). */
+  scores?: 'contrast' | AblatedScores;
+  /** Extra allocation settings (contestGain, forkKeep, treeFloor, pruneRatio; sweeps). */
+  allocate?: Pick<AllocateOptions, 'contestGain' | 'forkKeep' | 'treeFloor' | 'pruneRatio'>;
+  /** Rollouts per tree per round: `budget: perTree`, or with `global` `totalBudget: perTree × trees, minPerTree: 1`. Default 4 per tree. */
+  round?: RoundSize;
   /** Learn α, τ from the gains of each training step (SPEC §3). */
   learn?: boolean;
   learnOptions?: LearnOptions;
@@ -24,7 +27,7 @@ export interface TraceOptions {
   /** D0 of SPEC §4 (depth of a rollout at uniform priority). Default 4, the SPEC default. */
   baseDepth?: number;
   /**
-   * Not SPEC behaviour — a measured proposal: present expanded nodes whose children have all
+   * Not SPEC behaviour — a measured v1 proposal: present expanded nodes whose children have all
    * ended as terminal, so their mass flows back up to live siblings or the root instead of
    * re-sampling the last step before an episode's end. Default false.
    */
@@ -34,29 +37,37 @@ export interface TraceOptions {
 interface Round { packed: PackedForest; scores: Scores; firstNewNode: number }
 
 /**
- * TRACE through the library's CPU path: pack the trees (SPEC §1), `scoreCpu` (§2), `allocate`
- * in global-budget mode (§4), then start `branches` rollouts of `depth` steps at every
- * allocated node; repeat until the step budget is spent. With `learn`, every round's scores
- * and the outcomes of the rollouts started since give one gradient of J per training step.
+ * TRACE through the library's CPU path, as a trainer calling `trace-alloc score` each round
+ * would: pack the whole forest (SPEC §1), `scoreCpu` (§2; or an ablation of its scores),
+ * `allocate` (§4) with `budget` per tree or, in global mode, `totalBudget`, then start
+ * `branches` rollouts at every allocated node, interleaved across trees — to the episode's end
+ * under v3 and v2, of `depth` steps under v1; repeat until the step budget is spent. With
+ * `learn`, every round's scores and the outcomes of the rollouts started since give one
+ * gradient of J per training step.
  */
 export class TraceAllocator implements Allocator {
   readonly name: string;
   deadEndLaunches = 0;
   private state: LearnState;
-  private readonly perTree: number;
+  private readonly round: RoundSize;
   private readonly learn: boolean;
   private readonly baseDepth: number;
   private readonly closeExhausted: boolean;
   private readonly rule: Rule;
+  private readonly scoring: 'contrast' | AblatedScores;
   private readonly extra: TraceOptions['allocate'];
 
   constructor(options: TraceOptions = {}) {
     this.learn = options.learn ?? false;
     this.closeExhausted = options.closeExhausted ?? false;
-    this.rule = options.rule ?? 'v2';
+    this.rule = options.rule ?? 'v3';
+    this.scoring = options.scores ?? 'contrast';
+    if (this.scoring !== 'contrast' && (this.rule !== 'v3' || this.learn)) throw new Error(`TraceAllocator: ablated scores (${this.scoring}) are a rule v3 ablation without learning`);
     this.extra = options.allocate;
-    this.name = (this.rule === 'v1' ? 'trace-v1' : 'trace') + (this.learn ? '-learned' : '') + (this.closeExhausted ? '-closed' : '');
-    this.perTree = options.rolloutsPerTree ?? 4;
+    // The names `createAllocator` builds them under.
+    const variant = this.closeExhausted ? '-closed' : `${this.rule === 'v3' ? '' : `-${this.rule}`}${this.scoring === 'contrast' ? '' : `-${this.scoring}`}`;
+    this.name = `trace${variant}${this.learn ? '-learned' : ''}`;
+    this.round = options.round ?? DEFAULT_ROUND;
     this.baseDepth = options.baseDepth ?? 4;
     this.state = createLearnState(options.params, options.learnOptions);
   }
@@ -68,12 +79,13 @@ export class TraceAllocator implements Allocator {
     const trees = f.treeNodes.length;
     const rounds: Round[] = [];
     const params = this.params();
+    const budget = this.round.global ? { totalBudget: trees * this.round.perTree, minPerTree: 1 } : { budget: this.round.perTree };
     while (g.remaining() > 0) {
       const packed = packRollouts(f, this.closeExhausted ? exhaustedNodes(f) : undefined);
-      const scores = scoreCpu(packed, { ...params, rule: this.rule });
-      const plan = allocate(packed, scores, { ...this.extra, totalBudget: trees * this.perTree, minPerTree: 1, baseDepth: this.baseDepth });
-      // v2 rollouts always run to the episode's end (depth is the fork horizon, not a cut-off).
-      const steps = (row: number) => (this.rule === 'v2' ? Infinity : plan.depth[row]);
+      const scores = this.scoring === 'contrast' ? scoreCpu(packed, params) : ablatedScores(packed, this.scoring, params);
+      const plan = allocate(packed, scores, { ...this.extra, ...budget, baseDepth: this.baseDepth });
+      // v3 and v2 rollouts always run to the episode's end (depth is the fork horizon, not a cut-off).
+      const steps = (row: number) => (this.rule === 'v1' ? plan.depth[row] : Infinity);
       if (this.learn) rounds.push({ packed, scores, firstNewNode: f.size });
       const perTree: Launch[][] = [];
       for (let t = 0; t < trees; t++) {
@@ -103,6 +115,8 @@ export class TraceAllocator implements Allocator {
     for (const r of rounds) {
       const n = r.packed.nodeCount;
       const newRollouts = new Float64Array(n), newRewardSum = new Float64Array(n);
+      // New outcomes are read from the nodes added since the round. On trie trees a rollout can
+      // end at a node that already existed; its outcome is not credited (no learned row runs there).
       for (let leaf = r.firstNewNode; leaf < f.size; leaf++) {
         if (!f.terminal[leaf]) continue;
         // Credit every node that existed when the round was scored and lies above this new outcome.

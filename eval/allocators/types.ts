@@ -15,6 +15,14 @@ export interface Allocator {
   deadEndLaunches?: number;
 }
 
+/**
+ * Rollouts per allocation round of a round-based allocator (TRACE, knapsack): `perTree` for
+ * each tree, or, with `global`, `perTree × trees` split across the trees in one global budget.
+ */
+export interface RoundSize { perTree: number; global: boolean }
+
+export const DEFAULT_ROUND: Readonly<RoundSize> = Object.freeze({ perTree: 4, global: false });
+
 /** One rollout to start: from `node`, at most `steps` environment steps (Infinity: to the end). */
 export interface Launch { node: number; steps: number; deadEnd?: boolean }
 
