@@ -52,7 +52,7 @@ describe('trace-alloc demo', () => {
     // Rollouts at each node and anywhere below it, walking each node's path up (independent of the demo's one pass).
     const under = new Array<number>(forest.nodeCount).fill(0);
     for (let v = 0; v < forest.nodeCount; v++) for (let u = v; u >= 0; u = forest.parentRow[u]) under[u] += plan.branches[v];
-    const expected = [];
+    const expected: { tree: string; node: number; total: number; at: number; intensity: number; row: number }[] = [];
     for (let g = 0; g < forest.groupCount; g++) {
       const row = forest.groupParent[g];
       if (forest.parentRow[row] < 0 || forest.groupOffset[g + 1] - forest.groupOffset[g] < 2 || under[row] === 0) continue;
