@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { allocate } from '../src/allocate/allocate.js';
 import { planToJson } from '../src/allocate/plan.js';
-import { encodeArrow } from '../src/forest/arrow.js';
+import { encodeArrow } from '../src/forest/arrow-write.js';
 import { ndArraysOfForest, type NdArray } from '../src/forest/columnar.js';
 import { encodeNpz } from '../src/forest/npz.js';
 import { packForest } from '../src/forest/packed.js';

@@ -3,7 +3,7 @@ import { planToJson } from '../allocate/plan.js';
 import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
 import { createScorer } from '../score/select.js';
-import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { FOREST_FLAGS, loadOptions, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
 import { checkOutputPath, writeResult } from './output.js';
 
@@ -31,7 +31,7 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   const maxGroupSize = maxGroupSizeFlag(values);
   checkOutputPath(values.out as string | undefined);
-  const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
+  const forest = loadForestFile(positionals[0], loadOptions(values));
   checkGroupSizes(forest, maxGroupSize);
   const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
