@@ -55,8 +55,7 @@ export class FrameReader {
    * Exactly `n` bytes in a fresh buffer (aligned, so typed arrays can view it), or fewer when the
    * input ends first (a truncated payload) or `stop()` was called.
    */
-  async readBytes(n: number): Promise<Uint8Array> {
-    const out = new Uint8Array(n);
+  async readBytes(n: number, out: Uint8Array = new Uint8Array(n)): Promise<Uint8Array> {
     let filled = 0;
     while (filled < n) {
       const chunk = await this.take();
@@ -67,6 +66,19 @@ export class FrameReader {
       if (used < chunk.length) this.pending = chunk.subarray(used);
     }
     return out;
+  }
+
+  /** Reads and drops `n` bytes as they stream in (a payload refused unread); returns how many arrived before the input ended. */
+  async skipBytes(n: number): Promise<number> {
+    let skipped = 0;
+    while (skipped < n) {
+      const chunk = await this.take();
+      if (chunk === undefined) return skipped;
+      const used = Math.min(chunk.length, n - skipped);
+      skipped += used;
+      if (used < chunk.length) this.pending = chunk.subarray(used);
+    }
+    return skipped;
   }
 
   /** Ends reading now: a wait in `nextLine()` or `readBytes()` returns as at end of input. */

@@ -2,7 +2,7 @@ import { columnsFromNdArrays } from '../forest/columnar.js';
 import { decodeArrow } from '../forest/arrow.js';
 import { ForestError, describeValue } from '../forest/errors.js';
 import { sniffColumnar } from '../forest/load.js';
-import { decodeNpz } from '../forest/npz.js';
+import { decodeNpz, type NpzOptions } from '../forest/npz.js';
 import { packColumns, type PackedForest } from '../forest/packed.js';
 import type { LiveForest } from './forest.js';
 import { LiveError } from './store.js';
@@ -30,14 +30,14 @@ export function badHeaderReason(request: Record<string, unknown>): string {
 }
 
 /** Decodes and validates a payload into a packed forest whose default tree ids continue at `base`. */
-export function decodeBatch(payload: Uint8Array, announced: number, base: number, dim: number | undefined): PackedForest {
+export function decodeBatch(payload: Uint8Array, announced: number, base: number, dim: number | undefined, options: NpzOptions = {}): PackedForest {
   if (payload.length < announced) {
     throw new ForestError({ field: 'bytes' }, `the batch is truncated: the input ended after ${payload.length} of ${announced} bytes`);
   }
   const source = 'the batch';
   const format = sniffColumnar(payload);
   if (format === undefined) throw new ForestError({ field: 'bytes' }, `${source} is not an Arrow IPC stream or file, or an .npz archive (unknown first bytes)`);
-  const arrays = format === 'npz' ? decodeNpz([payload], source) : decodeArrow(payload, source);
+  const arrays = format === 'npz' ? decodeNpz(payload, source, options) : decodeArrow(payload, source);
   const columns = columnsFromNdArrays(arrays, source);
   if (!arrays.has('tree_id')) columns.treeIds = columns.treeIds.map((_, t) => String(base + t));
   if (dim !== undefined && columns.dim !== dim) {
@@ -52,10 +52,8 @@ export function decodeBatch(payload: Uint8Array, announced: number, base: number
   }
 }
 
-/** Adds (or, with `replace`, replaces) the batch's trees; atomic because everything was checked first. */
+/** Adds (or, with `replace`, replaces) the batch's trees; atomic: the whole batch is checked before any live tree is removed. */
 export function applyBatch(live: LiveForest, batch: PackedForest, replace: boolean): { trees: number; added: string[]; replaced: string[] } {
-  const replaced = replace ? batch.treeIds.filter((id) => live.hasTree(id)) : [];
-  for (const id of replaced) live.removeTree(id);
-  live.addForest(batch);
+  const replaced = replace ? live.replaceForest(batch) : (live.addForest(batch), []);
   return { trees: live.treeCount, added: [...batch.treeIds], replaced };
 }

@@ -90,6 +90,20 @@ export class LiveForest {
     for (const slot of this.store.addForest(forest)) this.planner.forget(slot);
   }
 
+  /**
+   * Replaces the live trees that share an id with the forest's (they leave the tree order; the
+   * forest's trees join at its end) and adds the others; all or nothing: the whole forest is
+   * checked before any live tree is removed. Returns the ids replaced.
+   */
+  replaceForest(forest: PackedForest): string[] {
+    this.checkIdle('replace trees');
+    const replaced = forest.treeIds.filter((id) => this.store.hasTree(id));
+    this.store.checkForest(forest, new Set(replaced));
+    for (const id of replaced) this.store.removeTree(id);
+    this.addForest(forest);
+    return replaced;
+  }
+
   /** Appends nodes to a tree; returns the index of the first new node. */
   addNodes(treeId: string, nodes: readonly NodeInput[]): number {
     this.checkIdle('add nodes');

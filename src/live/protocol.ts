@@ -46,6 +46,8 @@ export interface SessionOptions {
   allowUnknownFields?: boolean;
   /** CPU threads for large re-scores (`createLiveForest`'s `threads`); default: available parallelism. */
   threads?: number;
+  /** The most bytes an `add-columns` `.npz`'s compressed arrays may inflate to (default DEFAULT_MAX_INFLATED_BYTES). */
+  maxInflatedBytes?: number;
 }
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
@@ -78,6 +80,8 @@ function idOf(x: unknown): unknown {
 /** A request line that announced a binary payload: the service reads `bytes` raw bytes, then calls `complete`. */
 export interface BinaryFrame {
   bytes: number;
+  /** The request's `id` (null when it has none), for a response sent without completing the frame. */
+  id: unknown;
   complete(payload: Uint8Array): Promise<string>;
 }
 
@@ -119,7 +123,7 @@ export class LiveSession {
     }
     const bytes = announcedBytes(request);
     if (bytes === undefined) return undefined;
-    return { bytes, complete: async (payload) => JSON.stringify(await this.handle(request, payload)) };
+    return { bytes, id: (request as { id?: unknown }).id ?? null, complete: async (payload) => JSON.stringify(await this.handle(request, payload)) };
   }
 
   async handle(request: unknown, payload?: Uint8Array): Promise<Response> {
@@ -271,7 +275,8 @@ export class LiveSession {
   private async addColumns(req: Record<string, unknown>, payload: Uint8Array | undefined): Promise<unknown> {
     if (payload === undefined || announcedBytes(req) === undefined) throw new RequestError('invalid_request', badHeaderReason(req));
     if (req.replace !== undefined && typeof req.replace !== 'boolean') throw new RequestError('invalid_request', `"replace" must be true or false, got ${describeValue(req.replace)}`);
-    const batch = decodeBatch(payload, req.bytes as number, this.forest?.treeCount ?? 0, this.forest?.dim ?? this.options.dim);
+    const batch = decodeBatch(payload, req.bytes as number, this.forest?.treeCount ?? 0, this.forest?.dim ?? this.options.dim,
+      this.options.maxInflatedBytes !== undefined ? { maxInflatedBytes: this.options.maxInflatedBytes } : {});
     const live = await this.ensure([], batch.dim);
     return applyBatch(live, batch, req.replace === true);
   }

@@ -199,21 +199,31 @@ export class LiveStore {
     return this.placeTree(packed, 0, id);
   }
 
-  /** Adds every tree of an already validated packed forest (atomic: ids are checked first). */
-  addForest(forest: PackedForest): number[] {
+  /**
+   * Throws what `addForest` would throw for this forest once the live trees `replacing` are
+   * removed (dim, ids, group sizes), changing nothing: a batch that replaces trees is checked
+   * whole before any of them goes.
+   */
+  checkForest(forest: PackedForest, replacing: ReadonlySet<string> = new Set()): void {
     if (forest.dim !== this.dim) throw new LiveError('invalid_value', { field: 'dim' }, `the forest has dim ${forest.dim}, the live forest ${this.dim}`);
+    const base = this.treeOrder.length - [...replacing].filter((id) => this.bySlotId.has(id)).length;
     const ids = new Set<string>();
     for (let t = 0; t < forest.treeCount; t++) {
       const id = forest.treeIds[t];
-      if (this.bySlotId.has(id) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: this.treeOrder.length + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
+      if ((this.bySlotId.has(id) && !replacing.has(id)) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: base + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
       ids.add(id);
     }
     try {
       checkGroupSizes(forest, this.maxGroupSize);
     } catch (err) {
-      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: this.treeOrder.length + err.location.tree! }, err.reason);
+      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: base + err.location.tree! }, err.reason);
       throw err;
     }
+  }
+
+  /** Adds every tree of an already validated packed forest (atomic: ids are checked first). */
+  addForest(forest: PackedForest): number[] {
+    this.checkForest(forest);
     // Room for the whole batch at once: growing tree by tree doubles the columns a dozen times
     // on a W1-sized batch, each time copying every column (the embeddings too) — that was more
     // than half of add-columns. Slab padding at device chunk boundaries may still need one more.
