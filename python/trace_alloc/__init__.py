@@ -9,13 +9,13 @@ trees as numpy arrays (or torch tensors) and returns plans as dataclasses.
             for a in tree.allocations:
                 ...  # start a.branches rollouts from node a.node, at most a.depth steps deep
 """
-from ._client import Service, find_command
+from ._client import DEFAULT_TIMEOUT, Service, find_command
 from ._columns import ForestArrays, check_forest, save_npz
 from ._errors import TraceAllocError
 from ._plan import Allocation, GroupScore, NodeScore, Params, Plan, TreePlan
 
 __all__ = [
-    "Allocation", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Service", "TraceAllocError",
+    "DEFAULT_TIMEOUT", "Allocation", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Service", "TraceAllocError",
     "TreePlan", "check_forest", "find_command", "save_npz",
 ]
 __version__ = "0.1.0"

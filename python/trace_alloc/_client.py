@@ -1,9 +1,11 @@
 """The client of `trace-alloc serve --stdio` (JSON Lines, plus binary batches for add_forest)."""
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
+import numbers
 import os
 import shlex
 import shutil
@@ -11,11 +13,19 @@ import subprocess
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+import numpy as np
+
 from ._columns import ArrayLike, arrow_stream, check_forest, have_pyarrow, npz_bytes
+from ._deadline import Deadline
 from ._errors import TraceAllocError
 from ._plan import Plan
 
-__all__ = ["Service", "find_command"]
+__all__ = ["DEFAULT_TIMEOUT", "Service", "find_command"]
+
+#: Seconds a request may take, from sending it to its whole reply, before the client gives up
+#: (`Service(timeout=...)`; None waits forever). Far above any real request (adding W1 as bytes
+#: takes seconds), so reaching it means the service hangs or was stopped.
+DEFAULT_TIMEOUT = 300.0
 
 
 def find_command() -> List[str]:
@@ -46,19 +56,33 @@ def find_command() -> List[str]:
 
 
 def _first_non_finite(value: Any, path: str) -> Optional[tuple]:
-    if isinstance(value, float) and not math.isfinite(value):
-        return path, value
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(float(value)):
+        return path, float(value)
     if isinstance(value, Mapping):
         for k, v in value.items():
             found = _first_non_finite(v, "%s.%s" % (path, k) if path else str(k))
             if found:
                 return found
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
+    elif isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        for i, v in enumerate(value.tolist() if hasattr(value, "tolist") else value):
             found = _first_non_finite(v, "%s[%d]" % (path, i))
             if found:
                 return found
     return None
+
+
+def _plain(value: Any) -> Any:
+    """numpy (and torch) scalars and arrays as the Python numbers and lists JSON can hold, for
+    `json.dumps(default=...)`: an `np.int64` budget or an `np.float32` reward is a number."""
+    if isinstance(value, np.bool_):  # not a numbers.Integral
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if hasattr(value, "tolist"):  # numpy arrays and 0-d values, torch tensors
+        return value.tolist()
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
 
 
 def _non_finite_error(op: str, body: Mapping[str, Any]) -> TraceAllocError:
@@ -86,11 +110,18 @@ class Service:
     Every rejection raises `TraceAllocError`; the service and its forest stay usable after it.
     `command` is the whole command line (then `backend`, `dim`, `alpha`, `tau` are not added);
     by default it is `find_command() + ["serve", "--stdio", ...]`.
+
+    `timeout` (seconds, default `DEFAULT_TIMEOUT`; None: wait forever; also an attribute to
+    change later) bounds each request from sending it to its whole reply. A request past it
+    raises `TraceAllocError` with code "timeout" and stops the service (its replies could no
+    longer be matched to requests): start a new `Service` and add the trees again.
     """
 
     def __init__(self, command: Optional[Union[Sequence[str], str]] = None, *, backend: Optional[str] = None,
                  dim: Optional[int] = None, alpha: Optional[float] = None, tau: Optional[float] = None,
-                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> None:
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
         if command is None:
             argv = find_command() + ["serve", "--stdio"]
             for flag, value in (("--backend", backend), ("--dim", dim), ("--alpha", alpha), ("--tau", tau)):
@@ -108,54 +139,101 @@ class Service:
     # -- transport ---------------------------------------------------------------------------
 
     def _write(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
         try:
-            self._proc.stdin.write(data)  # type: ignore[union-attr]
+            while view.nbytes:  # a raw pipe may take part of a large write
+                written = self._proc.stdin.write(view)  # type: ignore[union-attr]
+                view = view[written or 0:]
         except (BrokenPipeError, ValueError, OSError):
             raise self._exited() from None
 
     def _exited(self) -> TraceAllocError:
+        deadline = getattr(self, "_deadline", None)
+        if deadline is not None and deadline.expired is not None:
+            op, seconds = deadline.expired
+            return TraceAllocError("timeout", "%s: no reply within %g s; the service was stopped (its replies could no "
+                                   "longer be matched to requests): start a new Service" % (op, seconds))
         return TraceAllocError("service_error", "trace-alloc serve exited (exit code %s)" % self._proc.poll())
 
+    def _reader(self) -> Any:
+        """The service's stdout, buffered: its raw pipe would be read one byte per system call."""
+        reader = getattr(self, "_buffered", None)
+        if reader is None:
+            reader = self._buffered = io.BufferedReader(self._proc.stdout, 1 << 16)  # type: ignore[arg-type]
+        return reader
+
     def _read_reply(self) -> Dict[str, Any]:
-        line = self._proc.stdout.readline()  # type: ignore[union-attr]
+        try:
+            line = self._reader().readline()
+        except (ValueError, OSError):
+            raise self._exited() from None
         if not line:
             raise self._exited()
-        return json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError as err:  # not JSON, or not UTF-8
+            raise TraceAllocError("service_error", "the service sent a line that is not a JSON reply (%s): %r"
+                                  % (err, line[:200])) from None
+        if not isinstance(reply, dict):
+            raise TraceAllocError("service_error", "the service sent %r, not a reply object" % (line[:200],))
+        return reply
+
+    def _within_timeout(self, op: str) -> Any:
+        """Arms the deadline for one request: past it, the service is stopped, which ends a blocked write or read."""
+        deadline = getattr(self, "_deadline", None)
+        if deadline is None:
+            deadline = self._deadline = Deadline(self.kill)
+        return deadline.running(op, self.timeout)
 
     def send_raw(self, line: str) -> Dict[str, Any]:
         """Sends one raw line; returns the decoded response object (for tests and debugging)."""
-        self._write((line.rstrip("\n") + "\n").encode("utf-8"))
-        return self._read_reply()
+        with self._within_timeout(line[:40]):
+            self._write((line.rstrip("\n") + "\n").encode("utf-8"))
+            return self._read_reply()
 
     def _finish(self, rid: int, reply: Mapping[str, Any]) -> Any:
         if reply.get("id") != rid:
             raise TraceAllocError("service_error", "response id %r does not match request id %r" % (reply.get("id"), rid))
         if not reply.get("ok"):
-            raise TraceAllocError.from_response(reply.get("error", {}))
+            error = reply.get("error")
+            raise TraceAllocError.from_response(error if isinstance(error, Mapping) else {"code": "service_error", "message": repr(error)})
+        if "result" not in reply:
+            raise TraceAllocError("service_error", "the reply to request %r has no result" % (rid,))
         return reply["result"]
 
     def request(self, op: str, **fields: Any) -> Any:
-        """Sends `{"op": op, "id": n, **fields}` (None fields left out); returns `result`."""
+        """Sends `{"op": op, "id": n, **fields}` (None fields left out); returns `result`.
+        numpy scalars and arrays (an `np.int64` budget) are sent as numbers and lists."""
         rid = next(self._ids)
         body = {"id": rid, "op": op}
         body.update({k: v for k, v in fields.items() if v is not None})
         try:
-            line = json.dumps(body, separators=(",", ":"), allow_nan=False)
+            line = json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain)
         except ValueError:  # NaN or infinity: not JSON, refused before sending, with the field named
             raise _non_finite_error(op, body) from None
         except TypeError as err:
             raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
-        return self._finish(rid, self.send_raw(line))
+        with self._within_timeout(op):
+            self._write((line + "\n").encode("utf-8"))
+            return self._finish(rid, self._read_reply())
 
     def request_binary(self, op: str, payload: Any, **fields: Any) -> Any:
         """Sends a header line announcing `len(payload)` bytes, then the bytes (add-columns)."""
         rid = next(self._ids)
-        view = memoryview(payload).cast("B")
+        try:
+            view = memoryview(payload).cast("B")
+        except (TypeError, ValueError) as err:
+            raise TraceAllocError("invalid_request", "%s: the payload must be contiguous bytes: %s" % (op, err)) from None
         body = {"id": rid, "op": op, "bytes": view.nbytes}
         body.update({k: v for k, v in fields.items() if v is not None})
-        self._write((json.dumps(body, separators=(",", ":")) + "\n").encode("utf-8"))
-        self._write(view)
-        return self._finish(rid, self._read_reply())
+        try:
+            header = json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain)
+        except (TypeError, ValueError) as err:
+            raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
+        with self._within_timeout(op):
+            self._write((header + "\n").encode("utf-8"))
+            self._write(view)
+            return self._finish(rid, self._read_reply())
 
     # -- operations ----------------------------------------------------------------------------
 
@@ -264,6 +342,9 @@ class Service:
 
     def close(self, timeout: float = 30) -> Optional[int]:
         """Ends the session (end of input) and waits for the service to exit; returns its exit code."""
+        deadline = getattr(self, "_deadline", None)
+        if deadline is not None:
+            deadline.stop()
         proc = self._proc
         if proc.stdin and not proc.stdin.closed:
             try:
