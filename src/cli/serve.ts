@@ -70,6 +70,7 @@ export async function runServe(argv: string[]): Promise<number> {
 
   let closed = false;
   const lines = new FrameReader(process.stdin, maxBytes);
+  const payloads = new PayloadBuffer();
   const write = async (line: string) => {
     if (closed) return;
     try {
@@ -102,7 +103,7 @@ export async function runServe(argv: string[]): Promise<number> {
           const frame = session.binaryFrame(event.text);
           if (frame === undefined) out = await session.handleLine(event.text);
           else {
-            const payload = frame.bytes <= maxBatchBytes ? await readPayload(lines, frame.bytes) : undefined;
+            const payload = frame.bytes <= maxBatchBytes ? await readPayload(lines, payloads, frame.bytes) : undefined;
             if (payload !== undefined) out = await frame.complete(payload);
             else {
               // Answered before the payload is skipped, so the client learns at once and can stop sending.
@@ -128,13 +129,32 @@ export async function runServe(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** The payload, or undefined when a buffer of `bytes` cannot be allocated (nothing has been read then). */
-async function readPayload(lines: FrameReader, bytes: number): Promise<Uint8Array | undefined> {
-  let buffer: Uint8Array;
-  try {
-    buffer = new Uint8Array(bytes);
-  } catch {
-    return undefined;
+/**
+ * Where payloads land: one buffer, kept and reused by the next batch that fits. A trainer
+ * sends a batch of about the same size every step, and fresh memory costs far more than
+ * reusing it (on the project's VM, first touching 188 MB took 1.6 s, writing it again 25 ms);
+ * the service holds its largest batch's size, as its live store holds its largest forest's
+ * capacity. Safe because a batch is copied into the live store before the next one is read.
+ */
+class PayloadBuffer {
+  private buffer: Uint8Array | undefined;
+
+  /** `bytes` bytes to read a payload into, or undefined when they cannot be allocated. */
+  take(bytes: number): Uint8Array | undefined {
+    if (this.buffer === undefined || this.buffer.length < bytes) {
+      this.buffer = undefined; // the old one can go before the new one is allocated
+      try {
+        this.buffer = new Uint8Array(bytes);
+      } catch {
+        return undefined;
+      }
+    }
+    return this.buffer.subarray(0, bytes);
   }
-  return lines.readBytes(bytes, buffer);
+}
+
+/** The payload, or undefined when a buffer of `bytes` cannot be allocated (nothing has been read then). */
+async function readPayload(lines: FrameReader, into: PayloadBuffer, bytes: number): Promise<Uint8Array | undefined> {
+  const buffer = into.take(bytes);
+  return buffer === undefined ? undefined : lines.readBytes(bytes, buffer);
 }

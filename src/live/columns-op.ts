@@ -1,4 +1,4 @@
-import { columnsFromNdArrays } from '../forest/columnar.js';
+import { columnsFromNdArrays, rowsFromNdArrays, type NodeRows } from '../forest/columnar.js';
 import { decodeArrow } from '../forest/arrow.js';
 import { ForestError, describeValue } from '../forest/errors.js';
 import { sniffColumnar } from '../forest/load.js';
@@ -15,11 +15,14 @@ import { LiveError } from './store.js';
  */
 export const ADD_COLUMNS_FIELDS = ['bytes', 'replace'] as const;
 
-/** The payload length a header announces, or undefined when the line is no (well-formed) add-columns header. */
+/** The operations whose request line may be followed by a binary payload of `bytes` bytes. */
+export const PAYLOAD_OPS: readonly string[] = ['add-columns', 'extend'];
+
+/** The payload length a header announces, or undefined when the line is no (well-formed) header of an op with a payload. */
 export function announcedBytes(request: unknown): number | undefined {
   if (request === null || typeof request !== 'object' || Array.isArray(request)) return undefined;
   const req = request as Record<string, unknown>;
-  if (req.op !== 'add-columns') return undefined;
+  if (typeof req.op !== 'string' || !PAYLOAD_OPS.includes(req.op)) return undefined;
   const n = req.bytes;
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
@@ -50,6 +53,17 @@ export function decodeBatch(payload: Uint8Array, announced: number, base: number
     if (err instanceof ForestError && err.location.tree !== undefined) throw new LiveError('invalid_value', { ...err.location, tree: base + err.location.tree }, err.reason);
     throw err;
   }
+}
+
+/** Decodes and checks the columns of an `extend` payload: new nodes, one row each, naming their trees. */
+export function decodeRows(payload: Uint8Array, announced: number, options: NpzOptions = {}): NodeRows {
+  if (payload.length < announced) {
+    throw new ForestError({ field: 'bytes' }, `the payload is truncated: the input ended after ${payload.length} of ${announced} bytes`);
+  }
+  const source = 'the new nodes';
+  const format = sniffColumnar(payload);
+  if (format === undefined) throw new ForestError({ field: 'bytes' }, `${source} are not an Arrow IPC stream or file, or an .npz archive (unknown first bytes)`);
+  return rowsFromNdArrays(format === 'npz' ? decodeNpz(payload, source, options) : decodeArrow(payload, source), source);
 }
 
 /** Adds (or, with `replace`, replaces) the batch's trees; atomic: the whole batch is checked before any live tree is removed. */

@@ -1,3 +1,4 @@
+import { extendStore, type ExtensionResult, type ForestExtension } from './extend.js';
 import { assertFinitePlan, assertFiniteTreePlan, type GroupScore, type NodeAllocation, type NodeScore, type PlanJson, type TreePlan } from '../allocate/plan.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import type { PackedForest } from '../forest/packed.js';
@@ -102,6 +103,16 @@ export class LiveForest {
     for (const id of replaced) this.store.removeTree(id);
     this.addForest(forest);
     return replaced;
+  }
+
+  /**
+   * A round's growth in one change, all or none: feedback `updates` (nodes that existed before),
+   * new nodes for many trees (`rows`), and finished `rollouts` (whose paths may use the new
+   * nodes). See `ForestExtension`.
+   */
+  extend(change: ForestExtension): ExtensionResult {
+    this.checkIdle('extend the forest');
+    return extendStore(this.store, change);
   }
 
   /** Appends nodes to a tree; returns the index of the first new node. */
