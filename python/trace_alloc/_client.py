@@ -15,7 +15,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ._columns import ArrayLike, arrow_stream, check_forest, have_pyarrow, npz_bytes
+from ._columns import (ArrayLike, StreamedPayload, arrow_table, check_forest, check_rows, have_pyarrow, npz_bytes,
+                       rows_arrow_stream, rows_npz_bytes)
 from ._deadline import Deadline
 from ._errors import TraceAllocError
 from ._plan import Plan
@@ -218,13 +219,15 @@ class Service:
             return self._finish(rid, self._read_reply())
 
     def request_binary(self, op: str, payload: Any, **fields: Any) -> Any:
-        """Sends a header line announcing `len(payload)` bytes, then the bytes (add-columns)."""
+        """Sends a header line announcing the payload's length, then the payload (add-columns,
+        extend): contiguous bytes, or a `StreamedPayload` written straight into the service."""
         rid = next(self._ids)
+        streamed = isinstance(payload, StreamedPayload)
         try:
-            view = memoryview(payload).cast("B")
+            view = None if streamed else memoryview(payload).cast("B")
         except (TypeError, ValueError) as err:
             raise TraceAllocError("invalid_request", "%s: the payload must be contiguous bytes: %s" % (op, err)) from None
-        body = {"id": rid, "op": op, "bytes": view.nbytes}
+        body = {"id": rid, "op": op, "bytes": payload.nbytes if streamed else view.nbytes}
         body.update({k: v for k, v in fields.items() if v is not None})
         try:
             header = json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain)
@@ -232,7 +235,10 @@ class Service:
             raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
         with self._within_timeout(op):
             self._write((header + "\n").encode("utf-8"))
-            self._write(view)
+            if streamed:
+                payload.write_into(self._write)
+            else:
+                self._write(view)
             return self._finish(rid, self._read_reply())
 
     # -- operations ----------------------------------------------------------------------------
@@ -254,12 +260,43 @@ class Service:
         if container is None:
             container = "arrow" if have_pyarrow() else "npz"
         if container == "arrow":
-            payload: Any = arrow_stream(forest)
+            payload: Any = StreamedPayload(arrow_table(forest))
         elif container == "npz":
             payload = npz_bytes(forest)
         else:
             raise TraceAllocError("invalid_request", 'container must be "arrow" or "npz", got %r' % (container,))
         return self.request_binary("add-columns", payload, replace=True if replace else None)
+
+    def extend(self, tree_id: Optional[Any] = None, parent: Optional[ArrayLike] = None, embedding: Optional[ArrayLike] = None,
+               reward: Optional[ArrayLike] = None, visits: Optional[ArrayLike] = None,
+               uncertainty: Optional[ArrayLike] = None, terminal: Optional[ArrayLike] = None, *,
+               updates: Optional[Sequence[Mapping[str, Any]]] = None, rollouts: Optional[Sequence[Any]] = None,
+               container: Optional[str] = None) -> Dict[str, Any]:
+        """One round of growth in one request, all or none (docs/PROTOCOL.md, `extend`): new nodes
+        for many trees as columns — one row per node: `tree_id` (the tree it joins), `parent`
+        (tree-local: an existing node, or a new row of the same tree before it), `embedding`
+        (rows x D), optional `reward`, `visits`, `uncertainty`, `terminal` — sent as bytes; then
+        `updates` (dicts as for `update_many`, naming nodes that existed before) and finished
+        `rollouts` (dicts {"tree", "leaf" or "path", "reward"}, or tuples (tree, leaf, reward)),
+        whose paths may run through the new nodes. Returns {added, first: {tree: index of its
+        first new node}, updated, rollouts}."""
+        body: Dict[str, Any] = {}
+        if updates:
+            body["updates"] = list(updates)
+        if rollouts:
+            body["rollouts"] = [r if isinstance(r, Mapping) else {"tree": r[0], "leaf": r[1], "reward": r[2]} for r in rollouts]
+        if tree_id is None:
+            return self.request("extend", **body)
+        rows = check_rows(tree_id, parent, embedding, reward, visits, uncertainty, terminal)
+        if container is None:
+            container = "arrow" if have_pyarrow() else "npz"
+        if container == "arrow":
+            payload: Any = rows_arrow_stream(rows)
+        elif container == "npz":
+            payload = rows_npz_bytes(rows)
+        else:
+            raise TraceAllocError("invalid_request", 'container must be "arrow" or "npz", got %r' % (container,))
+        return self.request_binary("extend", payload, **body)
 
     def add_tree(self, tree_id: str, nodes: List[Mapping[str, Any]]) -> Dict[str, Any]:
         """Adds one rollout tree; `nodes` are dicts (parent, reward, visits, uncertainty, terminal, embedding)."""
