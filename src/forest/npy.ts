@@ -115,9 +115,9 @@ export function npyLayout(bytes: Uint8Array, name: string, maxDataBytes = Number
     itemBytes = t.bytes;
     layout = { header: h, kind: 'numeric', dtype: t.dtype };
   }
-  // The product of the dimensions, stopped as soon as it passes what may be declared.
-  let count = 1;
-  for (const d of h.shape) {
+  // The product of the dimensions, stopped as soon as it passes what may be declared (an empty dimension makes it 0).
+  let count = h.shape.includes(0) ? 0 : 1;
+  for (const d of count === 0 ? [] : h.shape) {
     count *= d;
     if (count * itemBytes > maxDataBytes) fail(`declares shape (${h.shape.join(', ')}) of '${h.descr}': more than the ${maxDataBytes} bytes there are`);
   }
