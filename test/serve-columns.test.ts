@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { allocate } from '../src/allocate/allocate.js';
 import { planToJson } from '../src/allocate/plan.js';
@@ -102,6 +105,25 @@ describe('serve add-columns (binary batches)', () => {
     const sc = scoreCpu(all, { alpha: 1, tau: 0.5 });
     const { replanned: _r, ...plan } = replies[3].result;
     expect(plan).toEqual(viaJson(planToJson(all, sc, allocate(all, sc, { budget: 10 }))));
+  });
+
+  it('reads the same requests from a file as from a pipe (standard input redirected from a file is read as a stream)', () => {
+    const f = generateForest({ trees: 5, dim: 3, seed: 6 });
+    const payload = encodeArrow(f, 'stream');
+    const input = Buffer.concat([Buffer.from(`${JSON.stringify({ id: 1, op: 'add-columns', bytes: payload.length })}\n`), Buffer.from(payload), Buffer.from(`${JSON.stringify({ id: 2, op: 'plan', budget: 5 })}\n`)]);
+    const viaPipe = spawnSync(process.execPath, [CLI, 'serve', '--stdio', '--backend', 'cpu'], { input, encoding: 'utf8', timeout: 60_000 });
+    const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-serve-file-'));
+    try {
+      writeFileSync(join(dir, 'requests'), input);
+      const fd = openSync(join(dir, 'requests'), 'r');
+      const viaFile = spawnSync(process.execPath, [CLI, 'serve', '--stdio', '--backend', 'cpu'], { stdio: [fd, 'pipe', 'pipe'], encoding: 'utf8', timeout: 60_000 });
+      closeSync(fd);
+      expect(viaFile.status, viaFile.stderr).toBe(0);
+      expect(viaFile.stdout).toBe(viaPipe.stdout);
+      expect(viaPipe.stdout.trim().split('\n').map((l) => (JSON.parse(l) as Reply).ok)).toEqual([true, true]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reads the payload as bytes between lines through the built CLI, and answers a truncated batch', () => {

@@ -69,7 +69,7 @@ export async function runServe(argv: string[]): Promise<number> {
   });
 
   let closed = false;
-  const lines = new FrameReader(process.stdin, maxBytes);
+  const lines = FrameReader.stdin(maxBytes);
   const payloads = new PayloadBuffer();
   const write = async (line: string) => {
     if (closed) return;
@@ -124,7 +124,7 @@ export async function runServe(argv: string[]): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     session.destroy();
-    process.stdin.destroy(); // nothing more is read; lets the process exit
+    lines.destroy(); // nothing more is read; lets the process exit
   }
   return 0;
 }

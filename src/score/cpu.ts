@@ -229,6 +229,16 @@ export class CpuScorer implements Scorer {
     return this.pool?.chunksOnWorkers ?? 0;
   }
 
+  /**
+   * Starts the worker threads now instead of on the first call that uses them, so that they
+   * boot while the caller does other work (the CLI reads its file meanwhile). No-op on one thread.
+   */
+  async startThreads(): Promise<void> {
+    if (this.destroyed || this.threads === 1) return;
+    this.pool ??= new CpuWorkerPool(this.threads - 1);
+    await this.pool.start();
+  }
+
   /** How many threads `score` would use on `forest`. */
   threadsFor(forest: PackedForest, cost = scoringCost(forest)): number {
     return this.threads > 1 && cost >= this.minParallelCost && forest.groupCount > 1 ? this.threads : 1;

@@ -183,7 +183,8 @@ export class CpuWorkerPool {
     }
   }
 
-  private start(): Promise<Worker[]> {
+  /** Creates the worker threads (once); resolves when they exist, which is before they finish booting. */
+  start(): Promise<Worker[]> {
     this.starting ??= (async () => {
       const { Worker } = await import('node:worker_threads');
       const entry = workerScript();
