@@ -18,8 +18,8 @@ interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[
 /** Phases by the functions (or, with a `/`, the source files) whose frames belong to them; the first match from the leaf up wins. */
 export const PHASES: [string, RegExp][] = [
   ['CRC-32', /^(crc32|tableCrc32)$/],
-  ['inflate (compressed .npz)', /^(inflt|Inflate\.|push$)|fflate/],
-  ['read the file', /^(readSync|readFileSync|readFileShared|withFileSource|read$)$|source\.(ts|js)$/],
+  ['inflate (compressed .npz)', /fflate/],
+  ['read the file', /^(readSync|readFileSync|readFileShared|withFileSource)$|forest\/source\.(ts|js)$/],
   ['pipe input (service)', /^(readBytes|take|skipBytes|nextLine|onStreamRead|readableAddChunk|addChunk)$|lines\.(ts|js)$/],
   ['decode containers', /zip\.(ts|js)$|npz\.(ts|js)$|npy\.(ts|js)$|arrow(-ipc)?\.(ts|js)$|flatbuffers\.(ts|js)$/],
   ['validate and pack', /^(packColumns|packNdArrays|columnsFromNdArrays|firstNonFinite|packForest)$|columnar\.(ts|js)$|packed\.(ts|js)$/],
