@@ -15,6 +15,7 @@
  *
  *   npm run bench:io               # writes bench/results/io-latest.{json,md} and io-per-group.svg, refreshes the README section
  *   npm run bench:io -- --quick    # small forests, one sample, writes nothing (smoke test)
+ *   npm run bench:io -- --only w1  # some workloads (w1-64 … w1, w1-16384, wide), writes nothing
  *   npm run bench:io -- --report   # re-render io-latest.md, the chart and the README section from io-latest.json
  *
  * The Python side is bench/io_driver.py (the trace_alloc package from python/); the CLI is the
@@ -49,10 +50,14 @@ const w1Shape = (trees: number, samples: number, json: boolean): Shape => ({
   id: trees === 4096 ? 'w1' : `w1-${trees}`, label: trees === 4096 ? 'W1: 4096 trees × 85 nodes, dim 128' : `${trees} trees × 85 nodes, dim 128`,
   trees, branching: 4, depth: 3, dim: 128, samples, json, sweep: true, profile: trees === 4096,
 });
-const SHAPES: Shape[] = quick
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg >= 0 ? new Set(process.argv[onlyArg + 1]?.split(',')) : undefined;
+const ALL_SHAPES: Shape[] = quick
   ? [{ ...w1Shape(64, 1, true), profile: true }, w1Shape(256, 1, false)]
   : [w1Shape(64, 5, true), w1Shape(256, 5, true), w1Shape(1024, 5, true), w1Shape(4096, 5, true), w1Shape(16384, 3, false),
     { id: 'wide', label: 'wide: 1024 trees × 21 nodes, dim 4096', trees: 1024, branching: 4, depth: 2, dim: 4096, samples: 5, json: false, sweep: false, profile: false }];
+/** `--only w1,wide`: those workloads, results printed and not written (a partial run). */
+const SHAPES = only ? ALL_SHAPES.filter((s) => only.has(s.id)) : ALL_SHAPES;
 const JSON_SAMPLES = 1; // the JSON paths take minutes per sample on W1-sized data
 const JSON_SKIPPED = 'not run: every float as JSON text takes minutes per sample at this size on the 2-core machine';
 
@@ -83,9 +88,10 @@ async function inProcessWhole(file: string, samples: number): Promise<{ seconds:
       JSON.stringify(planToJson(forest, scores, allocate(forest, scores, { budget: BUDGET })));
       return (performance.now() - t) / 1000;
     };
-    await once(); // warm-up: worker threads started, code compiled
+    for (let i = 0; i < 3; i++) await once(); // warm-up: worker threads started, code compiled
+    // Three times the paths' samples: in process they are cheap, and small forests' times are short and noisy.
     const seconds: number[] = [];
-    for (let i = 0; i < samples; i++) seconds.push(await once());
+    for (let i = 0; i < 3 * samples; i++) seconds.push(await once());
     return { seconds, groups: forest.groupCount, threads: (scorer as { threads?: number }).threads ?? 1 };
   } finally {
     scorer.destroy();
@@ -136,7 +142,7 @@ async function measure() {
         '--dim', String(shape.dim), '--cli', cli, '--dir', dir, '--samples', String(shape.samples), '--json-samples', String(JSON_SAMPLES), '--paths', paths.join(','),
         ...(shape.profile ? ['--profile-dir', profileDir] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
       if (run.status !== 0) throw new Error(`bench/io_driver.py failed (exit ${run.status})`);
-      const driver = JSON.parse(run.stdout) as { paths: Record<string, { seconds?: number[]; samePlan?: boolean; skipped?: string; peakRssBytes?: number[]; fileBytes?: number }>; embeddingBytes: number; [k: string]: unknown };
+      const driver = JSON.parse(run.stdout) as { paths: Record<string, { seconds?: number[]; samePlan?: boolean; skipped?: string; peakRssBytes?: number[]; fileBytes?: number }>; embeddingBytes: number; profileFrom?: Record<string, number>; [k: string]: unknown };
       const file = join(dir, 'in-process.npz');
       const whole = await inProcessWhole(file, shape.samples);
       const round = await inProcessRounds(dir, file, shape.samples);
@@ -153,10 +159,10 @@ async function measure() {
         for (const id of paths) {
           let files: string[] = [];
           try { files = readdirSync(join(profileDir, id)).filter((f) => f.endsWith('.cpuprofile')).sort(); } catch { continue; }
-          profiles[id] = files.map((f) => phaseTable(JSON.parse(readFileSync(join(profileDir, id, f), 'utf8')), f));
+          profiles[id] = files.map((f) => phaseTable(JSON.parse(readFileSync(join(profileDir, id, f), 'utf8')), f, driver.profileFrom?.[id]));
         }
       }
-      const { paths: _paths, ...about } = driver;
+      const { paths: _paths, profileFrom: _from, ...about } = driver;
       workloads.push({ ...shape, ...about, groups: whole.groups, threads: whole.threads, inProcess: { seconds: whole.seconds, medianSeconds: base.whole }, inProcessRound: { seconds: round.seconds, medianSeconds: base.round }, paths: results, profiles });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -235,7 +241,7 @@ function report(r: IoResult): string {
     lines.push('');
     const profiled = Object.entries(w.profiles ?? {});
     if (profiled.length > 0) {
-      lines.push(`### Where each path's time goes (${w.label.split(':')[0]}, one run under \`node --cpu-prof\`)`, '', 'Milliseconds of each Node thread by phase (bench/profile-phases.ts); the main thread first, then worker threads. "idle" is waiting: for input, or for the worker threads.', '');
+      lines.push(`### Where each path's time goes (${w.label.split(':')[0]}, one run under \`node --cpu-prof\`)`, '', 'Milliseconds of each Node thread by phase (bench/profile-phases.ts); the main thread first, then worker threads. For the services, one warm round (after their warm-up and a first, cold round); for the CLI, the whole process. "idle" is waiting: for input, or for the worker threads.', '');
       for (const [id, tables] of profiled) {
         lines.push(`**${PATH_LABELS[id] ?? id}**`, '', '| thread | total ms | phases (ms) |', '| --- | ---: | --- |');
         tables.forEach((t, i) => lines.push(`| ${i === 0 ? 'main' : `worker ${i}`} | ${t.totalMs.toFixed(0)} | ${t.phases.filter((p) => p.ms >= 1).map((p) => `${p.phase} ${p.ms.toFixed(0)}`).join('; ')} |`));
@@ -300,7 +306,7 @@ if (process.argv.includes('--report')) {
 } else {
   const result = await measure();
   process.stdout.write(report(result));
-  if (!quick) {
+  if (!quick && !only) {
     writeFileSync(resultsFile, `${JSON.stringify(result, null, 2)}\n`);
     writeAll(result);
   }

@@ -173,19 +173,20 @@ def path_cli(cli, cols, forest, folder, kind, node_flags=()):
                     f.write(json.dumps(tree, separators=(",", ":")))
                     f.write("\n")
     out_path = Path(folder) / "plan.json"
+    rss_path = Path(folder) / "rss"
+    command = cli[:1] + list(node_flags) + cli[1:] + ["score", str(path), "--backend", "cpu", "--budget", str(BUDGET)]
+    # GNU time forks the CLI from a small process: a child forked from this (large) Python process
+    # would report Python's resident set as its own peak (Linux carries it across exec).
+    timed = os.path.exists("/usr/bin/time")
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen(cli[:1] + list(node_flags) + cli[1:] + ["score", str(path), "--backend", "cpu", "--budget", str(BUDGET)],
-                                stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)  # the CLI's own peak memory, not the largest child's so far
-        stderr = proc.stderr.read()
-        proc.stderr.close()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, stderr.decode()
+        run = subprocess.run((["/usr/bin/time", "-f", "%M", "-o", str(rss_path)] if timed else []) + command, stdout=out, stderr=subprocess.PIPE)
+    assert run.returncode == 0, run.stderr.decode()
     plan = json.loads(out_path.read_text())
     elapsed = time.perf_counter() - start
     size = path.stat().st_size
     os.unlink(path)
-    return elapsed, plan, usage.ru_maxrss * 1024, size
+    peak = int(rss_path.read_text().strip().splitlines()[-1]) * 1024 if timed else None
+    return elapsed, plan, peak, size
 
 
 SINK = ("const n=Number(process.argv[1]);let got=0;process.stdout.write('ready\\n');"
@@ -284,7 +285,7 @@ def main():
             out = table[name]()
             entry["seconds"].append(out[0])
             plan = out[1]
-            if len(out) > 2:
+            if len(out) > 2 and out[2] is not None:
                 entry.setdefault("peakRssBytes", []).append(out[2])
                 entry["fileBytes"] = out[3]
         if plan is not None:
@@ -296,7 +297,10 @@ def main():
         print("  %-12s %s" % (name, " ".join("%.3f" % s for s in entry["seconds"])), file=sys.stderr, flush=True)
 
     if args.profile_dir:
-        # One more run of each timed path under the profiler (a warm service: its warm-up, then one profiled round).
+        # One more run of each timed path under the profiler. A service's profile counts from the
+        # start of its last round (profileFrom, CLOCK_MONOTONIC microseconds, V8's profile clock):
+        # its warm-up and a first, cold round come before, as in the timed samples.
+        results["profileFrom"] = {}
         for name in args.paths.split(","):
             if name in ("floor", "touch", "json-stdio", "cli-jsonl") or results["paths"][name].get("skipped"):
                 continue
@@ -304,6 +308,9 @@ def main():
             folder.mkdir(parents=True, exist_ok=True)
             profiled, close_profiled = runners(("--cpu-prof", "--cpu-prof-dir=%s" % folder), folder)
             profiled[name]()
+            if name.endswith("-stdio"):
+                results["profileFrom"][name] = time.monotonic() * 1e6
+                profiled[name]()
             close_profiled(name)
     print(json.dumps(results))
 

@@ -36,7 +36,11 @@ export const PHASES: [string, RegExp][] = [
 
 export interface PhaseTable { file: string; totalMs: number; phases: { phase: string; ms: number; share: number }[] }
 
-export function phaseTable(profile: Profile, file = ''): PhaseTable {
+/**
+ * The phase table of one profile; `fromUs` (a CLOCK_MONOTONIC time in microseconds, the clock
+ * V8 stamps profiles with) counts only the samples from then on, e.g. one warm round of a service.
+ */
+export function phaseTable(profile: Profile, file = '', fromUs = 0): PhaseTable {
   const byId = new Map<number, ProfileNode>();
   const parent = new Map<number, number>();
   for (const n of profile.nodes) byId.set(n.id, n);
@@ -61,11 +65,14 @@ export function phaseTable(profile: Profile, file = ''): PhaseTable {
     return phase;
   };
   const ms = new Map<string, number>();
+  let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at < fromUs) continue;
     const phase = classify(profile.samples[i]);
     ms.set(phase, (ms.get(phase) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
   }
-  const totalMs = (profile.endTime - profile.startTime) / 1000;
+  const totalMs = (profile.endTime - Math.max(profile.startTime, fromUs)) / 1000;
   const phases = [...ms].map(([phase, t]) => ({ phase, ms: t, share: t / totalMs })).sort((a, b) => b.ms - a.ms);
   return { file, totalMs, phases };
 }

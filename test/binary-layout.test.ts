@@ -1,5 +1,6 @@
 // The binary readers' memory layout: columns are views over the input where they can be
-// (aligned), copies into shared memory where they cannot, per-array buffers read straight from
+// (aligned), copies into shared memory where they cannot (or moved within input handed over to
+// the reader), per-array buffers read straight from
 // a file, joined batches — whatever the layout, the same forest comes out, float32 stays
 // float32, and scores are bit-identical to the original's on one thread and on worker threads
 // reading the same shared buffers.
@@ -65,6 +66,7 @@ const shape = fc.record({
   container: fc.constantFrom('npz stored', 'npz deflated', 'arrow stream', 'arrow file', 'arrow batches'),
   shift: fc.integer({ min: 0, max: 7 }),
   viaFile: fc.boolean(),
+  movable: fc.boolean(),
 });
 
 describe('binary readers: layout never changes the forest or its scores', () => {
@@ -84,8 +86,10 @@ describe('binary readers: layout never changes the forest or its scores', () => 
         // Read from a file, every array lives in shared memory: threads use it in place.
         for (const k of COLUMNS) if (read[k].length > 0 && (k === 'embedding' || k === 'reward')) expect(isShared(read[k]), k).toBe(true);
       } else {
+        // Movable input (the service's payload buffer): misaligned arrays move within it instead of being copied.
         const input = shifted(bytes, s.shift);
-        read = packNdArrays(npz ? decodeNpz(input, 'x') : decodeArrow(input, 'x'), 'x');
+        read = packNdArrays(npz ? decodeNpz(input, 'x', { movable: s.movable }) : decodeArrow(input, 'x'), 'x');
+        if (!s.movable) expect(Buffer.from(input).equals(Buffer.from(bytes)), 'the input is left as it was').toBe(true);
       }
       expectSameForest(forest, read);
       const reference = await one.score(forest, { alpha: 1, tau: 0.5 });

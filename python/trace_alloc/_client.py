@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ._columns import (ArrayLike, StreamedPayload, arrow_table, check_forest, check_rows, have_pyarrow, npz_bytes,
+from ._columns import (ArrayLike, NpzPayload, StreamedPayload, arrow_table, check_forest, check_rows, have_pyarrow,
                        rows_arrow_stream, rows_npz_bytes)
 from ._deadline import Deadline
 from ._errors import TraceAllocError
@@ -222,7 +222,7 @@ class Service:
         """Sends a header line announcing the payload's length, then the payload (add-columns,
         extend): contiguous bytes, or a `StreamedPayload` written straight into the service."""
         rid = next(self._ids)
-        streamed = isinstance(payload, StreamedPayload)
+        streamed = isinstance(payload, (StreamedPayload, NpzPayload))
         try:
             view = None if streamed else memoryview(payload).cast("B")
         except (TypeError, ValueError) as err:
@@ -262,7 +262,7 @@ class Service:
         if container == "arrow":
             payload: Any = StreamedPayload(arrow_table(forest))
         elif container == "npz":
-            payload = npz_bytes(forest)
+            payload = NpzPayload(forest.columns())
         else:
             raise TraceAllocError("invalid_request", 'container must be "arrow" or "npz", got %r' % (container,))
         return self.request_binary("add-columns", payload, replace=True if replace else None)

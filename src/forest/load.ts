@@ -81,7 +81,8 @@ export function loadForestFile(path: string, options: LoadOptions = {}): PackedF
     throw new ForestError({}, `cannot read ${path === '-' ? 'standard input' : path}: ${e.code ?? e.message}`);
   }
   const source = path === '-' ? 'standard input' : path;
-  if (named === undefined && sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source, undefined, options);
+  // These bytes are ours (read just now): an .npz's misaligned arrays may move within them.
+  if (named === undefined && sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source, undefined, { ...options, movable: true });
   const format = named as ForestFormat | undefined;
   bytes = withoutByteOrderMark(bytes);
   const whole = () => (bytes.length < MAX_STRING_BYTES ? bytes.toString('utf8') : undefined);

@@ -25,11 +25,16 @@ import { readZipDirectory, type ZipEntry } from './zip.js';
 export interface NpzOptions {
   /** The most bytes the archive's compressed entries may inflate to, in all. */
   maxInflatedBytes?: number;
+  /**
+   * The caller hands over the bytes (given as a Uint8Array): misaligned arrays are moved within
+   * them instead of copied (`memorySource`'s `movable`). Default false: the input is not changed.
+   */
+  movable?: boolean;
 }
 
 
 export function decodeNpz(input: ByteSource | Uint8Array, source: string, options: NpzOptions = {}): Map<string, NdArray> {
-  const archive = input instanceof Uint8Array ? memorySource(input) : input;
+  const archive = input instanceof Uint8Array ? memorySource(input, { movable: options.movable === true }) : input;
   if (archive.size === 0) throw new ForestError({}, `${source}: the file is empty`);
   const entries = readZipDirectory(archive, source);
   if (entries.length === 0) throw new ForestError({}, `${source}: not a valid .npz archive (no arrays found)`);
@@ -93,8 +98,9 @@ function readStored(archive: ByteSource, entry: ZipEntry, name: string, source: 
   if (needed > head.length) head = archive.view(entry.dataOffset, needed);
   const layout = layoutOf(head, entry, name, source);
   const dataOffset = layout.header.dataOffset;
+  const headCrc = crc32(head.subarray(0, dataOffset)); // before aligning: moved data may overwrite the header's last bytes
   const data = archive.aligned(entry.dataOffset + dataOffset, layout.dataBytes, widthOf(layout));
-  checkCrc(crc32(data, crc32(head.subarray(0, dataOffset))), entry, name, source);
+  checkCrc(crc32(data, headCrc), entry, name, source);
   return npyArray(layout, data, name);
 }
 

@@ -14,20 +14,32 @@ export interface ByteSource {
   view(offset: number, length: number): Uint8Array;
   /**
    * `length` bytes at `offset` starting at a multiple of `width` in memory (typed arrays of that
-   * width can view them): a view when they already do, else a copy; from a file, read straight
-   * into a fresh buffer. Fresh buffers are shared memory, so CPU scoring threads read them in place.
+   * width can view them): a view when they already do, else a copy (or, for movable memory, the
+   * same bytes moved down in place); from a file, read straight into a fresh buffer. Fresh
+   * buffers are shared memory, so CPU scoring threads read them in place.
    */
   aligned(offset: number, length: number, width: number): Uint8Array;
 }
 
-/** Bytes in memory. */
-export function memorySource(bytes: Uint8Array): ByteSource {
+/**
+ * Bytes in memory. `movable`: the caller hands them over, so a misaligned range is moved down
+ * in place, over the (at most `width` − 1) bytes before it, instead of copied into fresh memory
+ * — the .npz reader's ranges are array data, and the bytes before them their own `.npy` header,
+ * already read. The service's payload buffer is reused batch after batch, and moving within it
+ * costs a memmove where a copy would first touch as many fresh pages.
+ */
+export function memorySource(bytes: Uint8Array, { movable = false } = {}): ByteSource {
   return {
     size: bytes.length,
     view: (offset, length) => bytes.subarray(offset, offset + length),
     aligned: (offset, length, width) => {
       const view = bytes.subarray(offset, offset + length);
-      if (view.byteOffset % width === 0) return view;
+      const shift = view.byteOffset % width;
+      if (shift === 0) return view;
+      if (movable && offset >= shift) {
+        bytes.copyWithin(offset - shift, offset, offset + length);
+        return bytes.subarray(offset - shift, offset - shift + length);
+      }
       const copy = sharedArray(Uint8Array, length);
       copy.set(view);
       return copy;

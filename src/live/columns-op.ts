@@ -40,7 +40,8 @@ export function decodeBatch(payload: Uint8Array, announced: number, base: number
   const source = 'the batch';
   const format = sniffColumnar(payload);
   if (format === undefined) throw new ForestError({ field: 'bytes' }, `${source} is not an Arrow IPC stream or file, or an .npz archive (unknown first bytes)`);
-  const arrays = format === 'npz' ? decodeNpz(payload, source, options) : decodeArrow(payload, source);
+  // The payload buffer is the service's own, reused for the next batch: arrays may move within it.
+  const arrays = format === 'npz' ? decodeNpz(payload, source, { ...options, movable: true }) : decodeArrow(payload, source);
   const columns = columnsFromNdArrays(arrays, source);
   if (!arrays.has('tree_id')) columns.treeIds = columns.treeIds.map((_, t) => String(base + t));
   if (dim !== undefined && columns.dim !== dim) {
@@ -63,7 +64,7 @@ export function decodeRows(payload: Uint8Array, announced: number, options: NpzO
   const source = 'the new nodes';
   const format = sniffColumnar(payload);
   if (format === undefined) throw new ForestError({ field: 'bytes' }, `${source} are not an Arrow IPC stream or file, or an .npz archive (unknown first bytes)`);
-  return rowsFromNdArrays(format === 'npz' ? decodeNpz(payload, source, options) : decodeArrow(payload, source), source);
+  return rowsFromNdArrays(format === 'npz' ? decodeNpz(payload, source, { ...options, movable: true }) : decodeArrow(payload, source), source);
 }
 
 /** Adds (or, with `replace`, replaces) the batch's trees; atomic: the whole batch is checked before any live tree is removed. */
