@@ -27,14 +27,6 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { allocate } from '../src/allocate/allocate.js';
-import { planToJson } from '../src/allocate/plan.js';
-import { rowsFromNdArrays } from '../src/forest/columnar.js';
-import { loadForestFile } from '../src/forest/load.js';
-import { decodeNpz } from '../src/forest/npz.js';
-import { createLiveForest } from '../src/live/create.js';
-import type { RolloutInput } from '../src/live/extend.js';
-import { createScorer } from '../src/score/select.js';
 import { lineChart } from '../report/svg.js';
 import { cpuMark, finishMachineInfo, machineInfo } from './machine.js';
 import { phaseTable, type PhaseTable } from './profile-phases.js';
@@ -42,7 +34,6 @@ import { phaseTable, type PhaseTable } from './profile-phases.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const quick = process.argv.includes('--quick');
 const cli = `"${process.execPath}" "${join(root, 'dist/cli/main.js')}"`;
-const BUDGET = 16;
 
 /** `json`: whether the JSON paths run (they take minutes per sample past a few thousand trees). */
 interface Shape { id: string; label: string; trees: number; branching: number; depth: number; dim: number; samples: number; json: boolean; sweep: boolean; profile: boolean }
@@ -72,60 +63,16 @@ const PATH_LABELS: Record<string, string> = {
   floor: 'floor: the Arrow stream\'s bytes piped to a Node process, no parsing',
   touch: 'floor: a fresh Node process placing the .npz\'s size in fresh memory',
 };
-/** What each path's time is divided by: the in-process round for the round path, else in-process score + allocate + plan JSON. */
-const baselineOf = (id: string) => (id === 'round-stdio' ? 'round' : 'whole');
-
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
-/** In-process score + allocate + plan JSON, warm, on the threads the CLI and the service use by default. */
-async function inProcessWhole(file: string, samples: number): Promise<{ seconds: number[]; groups: number; threads: number }> {
-  const forest = loadForestFile(file);
-  const scorer = await createScorer({ backend: 'cpu' });
-  try {
-    const once = async () => {
-      const t = performance.now();
-      const scores = await scorer.score(forest, { alpha: 1, tau: 0.5 });
-      JSON.stringify(planToJson(forest, scores, allocate(forest, scores, { budget: BUDGET })));
-      return (performance.now() - t) / 1000;
-    };
-    for (let i = 0; i < 3; i++) await once(); // warm-up: worker threads started, code compiled
-    // Three times the paths' samples: in process they are cheap, and small forests' times are short and noisy.
-    const seconds: number[] = [];
-    for (let i = 0; i < 3 * samples; i++) seconds.push(await once());
-    return { seconds, groups: forest.groupCount, threads: (scorer as { threads?: number }).threads ?? 1 };
-  } finally {
-    scorer.destroy();
-  }
+interface PathResult {
+  id: string; label: string; seconds?: number[]; medianSeconds?: number;
+  /** The same work in process, one sample right after each of the path's (bench/io-inprocess.ts). */
+  inProcess?: number[];
+  /** Median of `seconds` over median of `inProcess`. */
+  ratio?: number;
+  samePlan?: boolean; skipped?: string; peakRssBytes?: number[]; fileBytes?: number;
 }
-
-/** The driver's rounds replayed on an in-process live forest: round 0 untimed, then extend + plan + plan JSON of the changed trees. */
-async function inProcessRounds(dir: string, file: string, samples: number): Promise<{ seconds: number[]; samePlan: boolean }> {
-  const forest = loadForestFile(file);
-  const live = await createLiveForest({ dim: forest.dim, backend: 'cpu' });
-  try {
-    live.addForest(forest);
-    await live.plan({ budget: BUDGET });
-    const seconds: number[] = [];
-    let samePlan = true;
-    for (let k = 0; k <= samples; k++) {
-      const rows = rowsFromNdArrays(decodeNpz(readFileSync(join(dir, `round-${k}.npz`)), 'round'), 'round');
-      const rollouts = JSON.parse(readFileSync(join(dir, `round-${k}-rollouts.json`), 'utf8')) as RolloutInput[];
-      const t = performance.now();
-      live.extend({ rows, rollouts });
-      const { replanned } = await live.plan({ budget: BUDGET });
-      const text = JSON.stringify(live.planJson({ trees: replanned }));
-      const s = (performance.now() - t) / 1000;
-      if (k > 0) seconds.push(s);
-      const theirs = JSON.parse(readFileSync(join(dir, `round-${k}-plan.json`), 'utf8')) as unknown;
-      if (JSON.stringify(theirs) !== text) samePlan = false;
-    }
-    return { seconds, samePlan };
-  } finally {
-    live.destroy();
-  }
-}
-
-interface PathResult { id: string; label: string; seconds?: number[]; medianSeconds?: number; ratio?: number; samePlan?: boolean; skipped?: string; peakRssBytes?: number[]; fileBytes?: number }
 
 async function measure() {
   const startMark = cpuMark();
@@ -138,22 +85,27 @@ async function measure() {
       process.stderr.write(`${shape.label}\n`);
       const paths = ['arrow-stdio', 'npz-stdio', 'round-stdio', 'cli-npz', 'cli-arrow', 'floor', 'touch', ...(shape.json ? ['json-stdio', 'cli-jsonl'] : [])];
       const profileDir = join(dir, 'profiles');
+      const inprocess = `"${process.execPath}" --import tsx "${join(root, 'bench/io-inprocess.ts')}"`;
       const run = spawnSync('python3', [join(root, 'bench/io_driver.py'), '--trees', String(shape.trees), '--branching', String(shape.branching), '--depth', String(shape.depth),
-        '--dim', String(shape.dim), '--cli', cli, '--dir', dir, '--samples', String(shape.samples), '--json-samples', String(JSON_SAMPLES), '--paths', paths.join(','),
-        ...(shape.profile ? ['--profile-dir', profileDir] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
+        '--dim', String(shape.dim), '--cli', cli, '--inprocess', inprocess, '--dir', dir, '--samples', String(shape.samples), '--json-samples', String(JSON_SAMPLES), '--paths', paths.join(','),
+        ...(shape.profile ? ['--profile-dir', profileDir] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24, cwd: root });
       if (run.status !== 0) throw new Error(`bench/io_driver.py failed (exit ${run.status})`);
-      const driver = JSON.parse(run.stdout) as { paths: Record<string, { seconds?: number[]; samePlan?: boolean; skipped?: string; peakRssBytes?: number[]; fileBytes?: number }>; embeddingBytes: number; profileFrom?: Record<string, number>; [k: string]: unknown };
-      const file = join(dir, 'in-process.npz');
-      const whole = await inProcessWhole(file, shape.samples);
-      const round = await inProcessRounds(dir, file, shape.samples);
-      process.stderr.write(`  in-process   ${whole.seconds.map((s) => s.toFixed(3)).join(' ')}\n  in-round     ${round.seconds.map((s) => s.toFixed(3)).join(' ')}\n`);
+      const driver = JSON.parse(run.stdout) as {
+        paths: Record<string, { seconds?: number[]; inProcess?: number[]; samePlan?: boolean; skipped?: string; peakRssBytes?: number[]; fileBytes?: number }>;
+        embeddingBytes: number; groups: number; threads: number; profileFrom?: Record<string, number>; [k: string]: unknown;
+      };
       if (!shape.json) for (const id of ['json-stdio', 'cli-jsonl']) driver.paths[id] = { skipped: JSON_SKIPPED };
-      const base = { whole: median(whole.seconds), round: median(round.seconds) };
       const results: PathResult[] = Object.entries(driver.paths).map(([id, p]) => {
         if (!p.seconds) return { id, label: PATH_LABELS[id] ?? id, skipped: p.skipped };
         const m = median(p.seconds);
-        return { id, label: PATH_LABELS[id] ?? id, seconds: p.seconds, medianSeconds: m, ratio: m / base[baselineOf(id)], samePlan: id === 'round-stdio' ? round.samePlan : p.samePlan, peakRssBytes: p.peakRssBytes, fileBytes: p.fileBytes };
+        return { id, label: PATH_LABELS[id] ?? id, seconds: p.seconds, medianSeconds: m, inProcess: p.inProcess, ratio: m / median(p.inProcess!), samePlan: p.samePlan, peakRssBytes: p.peakRssBytes, fileBytes: p.fileBytes };
       });
+      const wholeSamples = results.filter((p) => p.inProcess && p.id !== 'round-stdio').flatMap((p) => p.inProcess!);
+      const roundSamples = results.find((p) => p.id === 'round-stdio')?.inProcess ?? [];
+      const whole = { seconds: wholeSamples, groups: driver.groups, threads: driver.threads };
+      const round = { seconds: roundSamples };
+      const base = { whole: median(whole.seconds), round: median(round.seconds) };
+      process.stderr.write(`  in-process (all paired samples) ${fmt(base.whole)} s, round ${fmt(base.round)} s\n`);
       const profiles: Record<string, PhaseTable[]> = {};
       if (shape.profile) {
         for (const id of paths) {
@@ -222,7 +174,7 @@ function report(r: IoResult): string {
       `other processes used ${Math.round((m.otherCpuShare ?? 0) * 100)} % of the machine's CPU during the run${m.shared ? ' (shared machine: absolute times are inflated, ratios less so)' : ''}; load average ${m.loadStart} → ${m.loadEnd}.`,
     '',
     'Each figure: the median of the samples listed, in seconds, from numpy arrays in a Python process to the plan back in that process; the services are started and warmed up (an untimed round on 64 trees) before the clock, as a sidecar is across training steps; the CLI paths include starting the CLI. ' +
-      '"÷ in-process": the path\'s time over the same work in process, timed in the same run: score + allocate + plan JSON of the same forest (CPU, warm, default threads), and for the round path the same rounds and plans on a live forest. Every plan equals the binary path\'s; every round\'s plan the in-process round\'s. Peak memory: the CLI process\'s maximum resident set.',
+      '"÷ in-process": the median of the path\'s samples over the median of as many samples of the same work in process, each taken right after one of the path\'s (bench/io-inprocess.ts, kept running): score + allocate + plan JSON of the same forest (CPU, warm, default threads), and for the round path the same round and plan on a live forest. Every plan equals the binary path\'s; every round\'s plan the in-process round\'s. Peak memory: the CLI process\'s maximum resident set (GNU time).',
     '',
   ];
   const w1 = r.workloads.find((w) => w.id === 'w1');
@@ -230,13 +182,13 @@ function report(r: IoResult): string {
   const chart = perGroupChart(r);
   if (chart) lines.push('## Time per group, every path', '', '![time per sibling group](io-per-group.svg)', '');
   for (const w of r.workloads) {
-    lines.push(`## ${w.label}`, '', `In-process score + allocate + plan JSON (${w.threads} threads): ${fmt(w.inProcess.medianSeconds)} s (samples: ${w.inProcess.seconds.map(fmt).join(', ')}); ` +
-      `an in-process round: ${fmt(w.inProcessRound.medianSeconds)} s (samples: ${w.inProcessRound.seconds.map(fmt).join(', ')}). ${w.groups} sibling groups; embedding matrix ${(Number(w.embeddingBytes) / 2 ** 20).toFixed(0)} MiB float32.`, '');
-    lines.push('| path | median s | samples | ÷ in-process | µs per group | peak memory | same plan |', '| --- | ---: | --- | ---: | ---: | ---: | --- |');
+    lines.push(`## ${w.label}`, '', `In-process score + allocate + plan JSON (${w.threads} threads): median ${fmt(w.inProcess.medianSeconds)} s over all ${w.inProcess.seconds.length} samples taken beside the paths; ` +
+      `an in-process round: ${fmt(w.inProcessRound.medianSeconds)} s. ${w.groups} sibling groups; embedding matrix ${(Number(w.embeddingBytes) / 2 ** 20).toFixed(0)} MiB float32.`, '');
+    lines.push('| path | median s | samples | in process beside it (s) | ÷ in-process | µs per group | peak memory | same plan |', '| --- | ---: | --- | --- | ---: | ---: | ---: | --- |');
     for (const p of w.paths) {
-      if (p.skipped) { lines.push(`| ${p.label} | — | skipped: ${p.skipped} | — | — | — | — |`); continue; }
+      if (p.skipped) { lines.push(`| ${p.label} | — | skipped: ${p.skipped} | — | — | — | — | — |`); continue; }
       const peak = p.peakRssBytes ? `${mb(median(p.peakRssBytes))} (${(median(p.peakRssBytes) / p.fileBytes!).toFixed(2)}× file)` : '—';
-      lines.push(`| ${p.label} | ${fmt(p.medianSeconds!)} | ${p.seconds!.map(fmt).join(', ')} | ${p.ratio!.toFixed(2)} | ${((p.medianSeconds! * 1e6) / w.groups).toFixed(1)} | ${peak} | ${p.samePlan === undefined ? '—' : p.samePlan ? 'yes' : '**no**'} |`);
+      lines.push(`| ${p.label} | ${fmt(p.medianSeconds!)} | ${p.seconds!.map(fmt).join(', ')} | ${(p.inProcess ?? []).map(fmt).join(', ')} | ${p.ratio!.toFixed(2)} | ${((p.medianSeconds! * 1e6) / w.groups).toFixed(1)} | ${peak} | ${p.samePlan === undefined ? '—' : p.samePlan ? 'yes' : '**no**'} |`);
     }
     lines.push('');
     const profiled = Object.entries(w.profiles ?? {});
@@ -273,7 +225,7 @@ function readmeSection(r: IoResult): string {
     '',
     `From numpy arrays in Python to the plan back in Python (\`npm run bench:io\`, ${r.date.slice(0, 10)}, ${m.cpuModel}, ${m.cores} cores, ` +
       `other processes used ${Math.round((m.otherCpuShare ?? 0) * 100)} % of the CPU during the run${m.shared ? ': a shared machine, so absolute times are inflated' : ''}). ` +
-      'Medians in seconds, and in brackets the ratio to the same work in process in the same run; W1 is 4096 trees × 85 nodes, dim 128; wide is 1024 trees × 21 nodes, dim 4096; float32 embeddings. ' +
+      'Medians in seconds, and in brackets the ratio to the same work in process, sampled right after each sample of the path; W1 is 4096 trees × 85 nodes, dim 128; wide is 1024 trees × 21 nodes, dim 4096; float32 embeddings. ' +
       'Targets, the 64–16,384-tree sweep, profiles and method: [`bench/results/io-latest.md`](bench/results/io-latest.md).',
     '',
     ...rows,

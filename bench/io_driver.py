@@ -154,6 +154,27 @@ class Rounds:
         self.service.close()
 
 
+class InProcess:
+    """bench/io-inprocess.ts, kept running: one in-process sample of the same work after each
+    sample of a path, so that each ratio compares times taken moments apart."""
+
+    def __init__(self, command):
+        self.proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        assert self.proc.stdout.readline() == "ready\n"
+
+    def ask(self, *words):
+        self.proc.stdin.write("\t".join(str(w) for w in words) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("bench/io-inprocess.ts stopped (exit %s)" % self.proc.wait())
+        return json.loads(line)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
 def path_cli(cli, cols, forest, folder, kind, node_flags=()):
     """(c) the CLI on a file: write it, run trace-alloc score, read the plan. Returns the time,
     the plan, the CLI's peak resident memory (bytes) and the file's size."""
@@ -231,6 +252,7 @@ def main():
     ap.add_argument("--json-samples", type=int, default=1, help="samples of the (slow) JSON paths")
     ap.add_argument("--paths", default="json-stdio,arrow-stdio,npz-stdio,round-stdio,cli-npz,cli-arrow,cli-jsonl,floor,touch")
     ap.add_argument("--profile-dir", help="also run each path once under node --cpu-prof, profiles in DIR/<path>/")
+    ap.add_argument("--inprocess", required=True, help="the command line of bench/io-inprocess.ts")
     args = ap.parse_args()
     cli = shlex.split(args.cli)
     cols = regular_forest(args.trees, args.branching, args.depth, args.dim, args.seed)
@@ -243,14 +265,19 @@ def main():
                "arrowStreamBytes": arrow_bytes, "npzBytes": npz_bytes, "pyarrow": have_arrow, "numpy": np.__version__,
                "python": sys.version.split()[0], "paths": {}}
 
-    def runners(node_flags=(), folder=args.dir):
+    inproc = InProcess(args.inprocess)
+    forest_file = str(Path(args.dir) / "in-process.npz")
+
+    def runners(node_flags=(), folder=args.dir, paired=False):
         warm = {name: Warm(cli, node_flags) for name in ("json-stdio", "arrow-stdio", "npz-stdio")}
         rounds = {}
 
         def round_path():
             if "r" not in rounds:
                 rounds["r"] = Rounds(cli, cols, folder, args.seed + 1, node_flags)
-                rounds["r"].round()  # round 0: warm-up, not timed (bench/io.ts replays it untimed too)
+                rounds["r"].round()  # round 0: warm-up, not timed (replayed in process, not timed either)
+                if paired:
+                    inproc.ask("round", folder, 0)
             return rounds["r"].round()
 
         table = {
@@ -265,6 +292,11 @@ def main():
             "touch": lambda: path_touch(npz_bytes),
         }
 
+        def last_round():
+            return rounds["r"].k - 1
+
+        table["_last_round"] = last_round
+
         def close(name):
             if name in warm:
                 warm[name].close()
@@ -272,19 +304,28 @@ def main():
                 rounds.pop("r").close()
         return table, close
 
-    table, close = runners()
+    table, close = runners(paired=True)
     reference = None
     for name in args.paths.split(","):
         if name in ("arrow-stdio", "cli-arrow") and not have_arrow:
             results["paths"][name] = {"skipped": "pyarrow is not installed"}
             continue
         samples = args.json_samples if name in ("json-stdio", "cli-jsonl") else args.samples
-        entry = {"seconds": []}
+        entry = {"seconds": [], "inProcess": []}
         plan = None
         for _ in range(samples):
             out = table[name]()
             entry["seconds"].append(out[0])
             plan = out[1]
+            # The same work in process, right after: the round just made, or the whole forest.
+            if name == "round-stdio":
+                paired = inproc.ask("round", args.dir, table["_last_round"]())
+                entry["inProcess"].append(paired["seconds"])
+                entry["samePlan"] = entry.get("samePlan", True) and paired["samePlan"]
+            else:
+                paired = inproc.ask("whole", forest_file)
+                entry["inProcess"].append(paired["seconds"])
+                results["groups"], results["threads"] = paired["groups"], paired["threads"]
             if len(out) > 2 and out[2] is not None:
                 entry.setdefault("peakRssBytes", []).append(out[2])
                 entry["fileBytes"] = out[3]
@@ -312,6 +353,7 @@ def main():
                 results["profileFrom"][name] = time.monotonic() * 1e6
                 profiled[name]()
             close_profiled(name)
+    inproc.close()
     print(json.dumps(results))
 
 
