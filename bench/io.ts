@@ -63,6 +63,13 @@ const PATH_LABELS: Record<string, string> = {
   floor: 'floor: the Arrow stream\'s bytes piped to a Node process, no parsing',
   touch: 'floor: a fresh Node process placing the .npz\'s size in fresh memory',
 };
+/** Short names for the chart's legend. */
+const SHORT_LABELS: Record<string, string> = {
+  'json-stdio': 'JSON add-tree (stdio)', 'arrow-stdio': 'add-columns, Arrow (stdio)', 'npz-stdio': 'add-columns, .npz (stdio)',
+  'round-stdio': 'a round: extend + plan (stdio)', 'cli-npz': 'score on .npz (CLI)', 'cli-arrow': 'score on .arrow (CLI)', 'cli-jsonl': 'score on .jsonl (CLI)',
+  floor: 'floor: pipe', touch: 'floor: fresh memory',
+};
+
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
 interface PathResult {
@@ -154,9 +161,9 @@ function perGroupChart(r: IoResult): string | undefined {
   const ids = [...new Set(sweep.flatMap((w) => w.paths.filter((p) => p.medianSeconds !== undefined).map((p) => p.id)))];
   const series = [
     { name: 'in process: score + allocate + plan JSON', points: sweep.map((w) => [w.trees, (w.inProcess.medianSeconds * 1e6) / w.groups] as [number, number]) },
-    { name: 'in process: a round (extend + plan)', points: sweep.map((w) => [w.trees, (w.inProcessRound.medianSeconds * 1e6) / w.groups] as [number, number]) },
+    { name: 'in process: a round', points: sweep.map((w) => [w.trees, (w.inProcessRound.medianSeconds * 1e6) / w.groups] as [number, number]) },
     ...ids.map((id) => ({
-      name: PATH_LABELS[id]?.replace(/ \(.*\)$/, '').replace(/^\((\w)\) /, '$1: ') ?? id,
+      name: SHORT_LABELS[id] ?? id,
       points: sweep.flatMap((w) => { const p = w.paths.find((x) => x.id === id); return p?.medianSeconds === undefined ? [] : [[w.trees, (p.medianSeconds * 1e6) / w.groups] as [number, number]]; }),
     })),
   ].filter((s) => s.points.length > 0);
