@@ -21,7 +21,7 @@ import type { PackedForest } from '../src/forest/packed.js';
 import { createLiveForest } from '../src/live/create.js';
 import type { RolloutInput } from '../src/live/extend.js';
 import type { LiveForest } from '../src/live/forest.js';
-import { createScorer } from '../src/score/select.js';
+import { createScorer } from '../src/backend/select.js';
 import type { Scorer } from '../src/score/types.js';
 
 const BUDGET = 16;

@@ -6,7 +6,7 @@ import type { CaseResult, Summary } from 'benny/lib/internal/common-types.js';
 import { allocate } from '../src/allocate/allocate.js';
 import type { PackedForest } from '../src/forest/packed.js';
 import { CpuScorer } from '../src/score/cpu.js';
-import { chooseAutoBackend } from '../src/score/select.js';
+import { chooseAutoBackend } from '../src/backend/select.js';
 import { defaultThreads } from '../src/score/threads.js';
 import { DEFAULT_PARAMS } from '../src/score/types.js';
 import { formatNumber, markdownTable } from '../report/svg.js';

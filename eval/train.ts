@@ -27,6 +27,15 @@ export interface TrainConfig {
   traceRolloutsPerTree: number;
   /** Segment length of the segment-based allocators and TRACE's D0; default a quarter of the horizon. */
   segment?: number;
+  /**
+   * How the policy learns from a step's trees: 'treerl' (default) — TreeRL's per-node advantages;
+   * 'grpo' — every finished rollout is one trajectory from the prompt (shared prefixes included),
+   * advantage = its reward minus the mean over its tree's finished rollouts, averaged per tree
+   * (GRPO as a trainer that treats a tree's leaves as its group sees it).
+   */
+  learner?: 'treerl' | 'grpo';
+  /** Trie trees: identical actions from one node share a child (see `Grower`). Default false. */
+  merge?: boolean;
   /** Builds the allocator instead of `allocator`'s registered one (settings sweeps). */
   makeAllocator?: (segment: number) => Allocator;
 }
@@ -78,7 +87,7 @@ export function train(config: TrainConfig): TrainResult {
     env.setTrainingStep(step);
     if (allocator.params) { const p = allocator.params(); alpha.push(p.alpha); tau.push(p.tau); }
     const forest = new RolloutForest(env.dim);
-    const grower = new Grower(forest, env, policy, rng, config.budgetPerStep);
+    const grower = new Grower(forest, env, policy, rng, config.budgetPerStep, config.merge ?? false);
     for (let t = 0; t < config.prompts; t++) grower.addRoot(t, env.start(t));
     const t0 = performance.now();
     allocator.grow(grower);
@@ -88,7 +97,8 @@ export function train(config: TrainConfig): TrainResult {
     launches += grower.launches;
     const m = treeMetrics(forest);
     mixed += m.mixedGroups; groups += m.scoredGroups; dead += m.deadSteps; zero += m.zeroSteps;
-    updatePolicy(policy, forest, config.learningRate / config.prompts);
+    if (config.learner === 'grpo') updatePolicyGrpo(policy, forest, config.learningRate / config.prompts);
+    else updatePolicy(policy, forest, config.learningRate / config.prompts);
     if ((step + 1) % config.evalEvery === 0 || step === config.steps - 1) {
       curve.push([used, evaluate(env, policy, config.evalEpisodes, config.seed, step + 1)]);
     }
@@ -130,6 +140,32 @@ export function updatePolicy(policy: TabularPolicy, f: RolloutForest, lr: number
     const value = f.value(v);
     const advantage = (value - f.value(p) + value - f.value(root)) / Math.sqrt(f.visits[v]);
     if (advantage !== 0) policy.addLogProbGradient(f.state[p], f.action[v], advantage, grad);
+  }
+  for (let i = 0; i < grad.length; i++) policy.logits[i] += lr * grad[i];
+}
+
+/**
+ * GRPO over each tree's finished rollouts: rollout i (ending at a terminal node, `visits` times
+ * there) has advantage R_i − mean_tree R; every step on its path from the prompt gets it, and the
+ * tree's sum is divided by its number of finished rollouts (the group mean of GRPO's loss).
+ */
+export function updatePolicyGrpo(policy: TabularPolicy, f: RolloutForest, lr: number): void {
+  const grad = new Float64Array(policy.logits.length);
+  const weight = new Float64Array(f.size);
+  for (let t = 0; t < f.treeNodes.length; t++) {
+    const nodes = f.treeNodes[t];
+    let count = 0, sum = 0;
+    for (const v of nodes) if (f.terminal[v] && f.visits[v] > 0) { count += f.visits[v]; sum += f.visits[v] * f.outcome[v]; }
+    if (count === 0) continue;
+    const mean = sum / count;
+    for (const v of nodes) weight[v] = f.terminal[v] && f.visits[v] > 0 ? (f.visits[v] * (f.outcome[v] - mean)) / count : 0;
+    for (let i = nodes.length - 1; i > 0; i--) {
+      const v = nodes[i];
+      if (weight[v] !== 0) {
+        policy.addLogProbGradient(f.state[f.parent[v]], f.action[v], weight[v], grad);
+        weight[f.parent[v]] += weight[v];
+      }
+    }
   }
   for (let i = 0; i < grad.length; i++) policy.logits[i] += lr * grad[i];
 }

@@ -96,6 +96,12 @@ export class Grower {
     readonly policy: TabularPolicy,
     readonly rng: Rng,
     readonly limit: number,
+    /**
+     * Trie trees: a step that takes the same action as an existing child of `from` walks into
+     * that child instead of adding a new node (a tree of distinct state-actions, as a trainer
+     * that merges identical turns would build). Every step still costs one unit of budget.
+     */
+    readonly merge = false,
   ) {}
 
   remaining(): number { return this.limit - this.used; }
@@ -129,6 +135,15 @@ export class Grower {
     }
     const tr = this.env.step(s, action);
     const done = tr.done || f.depth[from] + 1 >= this.env.horizon;
+    if (this.merge) {
+      const same = f.children[from].find((c) => f.action[c] === action);
+      if (same !== undefined) {
+        this.used++;
+        if (done) this.finish(same, tr.done ? tr.reward : 0);
+        this.envMs += performance.now() - t0;
+        return same;
+      }
+    }
     const id = f.add(f.tree[from], from, tr.next, action, logProb, done ? 0 : this.policy.normalizedEntropy(tr.next));
     this.env.embed(tr.next, f.embedding, id * f.dim, this.rng);
     this.used++;

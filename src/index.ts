@@ -1,8 +1,7 @@
 // Public API of trace-alloc. Everything a training job needs is re-exported from here.
-// The GPU classes expose WebGPU types (GPUDevice, GPU, …); this directive makes the emitted
-// index.d.ts load them from the `@webgpu/types` dependency, so a consumer's `tsc` needs no
-// "types" entry of its own (`preserve` keeps it in the declaration output).
-/// <reference types="@webgpu/types" preserve="true" />
+// The GPU classes expose WebGPU objects (GPUDevice, GPU, …): gpu/globals.ts declares them so that
+// these declarations compile with TypeScript's own WebGPU types (TS 7) and without any (TS 5).
+import './gpu/globals.js';
 export type { ForestInput, TreeInput, NodeInput } from './forest/input.js';
 export { ForestError, type ForestErrorLocation } from './forest/errors.js';
 export { packForest, packColumns, assertPackedForest, type PackedForest, type ForestColumns, type PackOptions } from './forest/packed.js';
@@ -10,7 +9,7 @@ export { DEFAULT_MAX_GROUP_SIZE, checkGroupSizes } from './forest/limits.js';
 export { DEFAULT_PARAMS, CONTRAST_EPSILON, resolveParams, type ScoreParams, type Scores, type Scorer, type RealArray } from './score/types.js';
 export { CpuScorer, scoreCpu, scoreGroupsCpu, allocateScores, CpuScratch, type CpuScorerOptions } from './score/cpu.js';
 export { PARALLEL_MIN_COST, scoringCost, defaultThreads } from './score/threads.js';
-export { createScorer, type Backend, type CreateScorerOptions } from './score/select.js';
+export { createScorer, type Backend, type CreateScorerOptions } from './backend/select.js';
 export { parseForest, loadForestFile, parseJsonLenient, parseColumnarForest, sniffColumnar, type ForestFormat, type ColumnarFormat } from './forest/load.js';
 export { writeForestFile, forestBytes } from './forest/write.js';
 export { allocate, type Allocation } from './allocate/allocate.js';
@@ -28,7 +27,7 @@ export { GpuScorer, type GpuScorerOptions } from './gpu/scorer.js';
 export { ResidentForest, type ResidentOptions, type GroupScores, type GpuTimings } from './gpu/resident.js';
 export { GpuUnavailableError, GpuDeviceLostError, GpuValidationError, GpuInputRangeError, GpuParamRangeError, GpuNonFiniteError } from './gpu/errors.js';
 export { OptionError, ScorerDestroyedError } from './util/errors.js';
-export { score, type ScoreOptions, type TimedScorer } from './score/select.js';
+export { score, type ScoreOptions, type TimedScorer } from './backend/select.js';
 export { writeTreeView, writeTreeSvg, type WriteTreeViewOptions, type WriteTreeSvgOptions, type WrittenView } from './viz/write.js';
 export { renderTreeView, type TreeViewOptions, type TreeViewPage } from './viz/html.js';
 export { renderTreeSvg, type TreeSvgOptions } from './viz/svg.js';
@@ -37,7 +36,7 @@ export type { ColorMetric } from './viz/palette.js';
 export { createLiveForest, type CreateLiveForestOptions } from './live/create.js';
 export { LiveForest, type LiveStats } from './live/forest.js';
 export { LiveError, type LiveErrorCode, type NodeUpdate } from './live/store.js';
-export type { LivePlanOptions, LivePlanSummary } from './live/plan.js';
+export type { LivePlanOptions, LivePlanSummary, LivePlanSettings } from './live/plan.js';
 export { GpuLiveBackend, type GpuLiveOptions, type GpuLiveStats } from './live/gpu.js';
 export { LiveSession, type SessionOptions, type ProtocolError, type ProtocolErrorCode } from './live/protocol.js';
 export { snapshotLive, liveScoresOn, type LiveSnapshot } from './live/snapshot.js';

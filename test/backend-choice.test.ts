@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { adapterIdentity, cpuEmulationReason, requestGpuAdapter, type AdapterIdentity } from '../src/gpu/adapter.js';
 import { createLiveForest } from '../src/live/create.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import { createScorer } from '../src/score/select.js';
+import { createScorer } from '../src/backend/select.js';
 import { generateForest } from '../src/synth/generate.js';
 import { runCli } from './cli-helpers.js';
 import { gpuDescribe } from './gpu-support.js';

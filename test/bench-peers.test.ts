@@ -7,6 +7,7 @@ import { scoreCpu } from '../src/score/cpu.js';
 import { packForest } from '../src/forest/packed.js';
 import { generateForest, generateRegularForest } from '../src/synth/generate.js';
 import { Rng } from '../src/util/random.js';
+import { PYTHON } from './python.js';
 
 /**
  * Near-duplicate siblings whose feedback difference is as small as their semantic distance
@@ -58,9 +59,9 @@ describe('bench peers agree with the float64 reference', () => {
       const check = checkAgainstReference(forest, ref, scoreTfjs(forest, params.alpha, params.tau));
       expect(check.ok, check.worst).toBe(true);
     });
-    it.skipIf(!probeNumpy().available)(`numpy on ${name}`, () => {
+    it.skipIf(!probeNumpy(PYTHON).available)(`numpy on ${name}`, () => {
       const ref = scoreCpu(forest, params);
-      const run = runNumpy(forest, { ...params, minSamples: 1, maxTime: 0 });
+      const run = runNumpy(forest, { ...params, minSamples: 1, maxTime: 0, python: PYTHON });
       expect(run.samplesMs.length).toBeGreaterThanOrEqual(1);
       const check = checkAgainstReference(forest, ref, run.outputs);
       expect(check.ok, check.worst).toBe(true);

@@ -16,6 +16,7 @@ import { writeForestFile } from '../src/forest/write.js';
 import { scoreCpu } from '../src/score/cpu.js';
 import { generateForest } from '../src/synth/generate.js';
 import { runCli } from './cli-helpers.js';
+import { PYTHON } from './python.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-columnar-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -78,8 +79,8 @@ for name, save in (("plain", np.savez), ("zipped", np.savez_compressed)):
          uncertainty=np.array([0, 0, 0.3, 0, 0, 0, 0]), terminal=np.array([0, 0, 0, 0, 0, 1, 0], dtype=bool),
          embedding=np.array([[1, 0], [1, 0.1], [0, 1], [0, 1], [0.5, 1], [0.4, 1], [0.6, 1]]))
 `;
-    const run = spawnSync('python3', ['-c', script, dir], { encoding: 'utf8' });
-    expect(run.status, `python3 with numpy is needed: ${run.stderr}`).toBe(0);
+    const run = spawnSync(PYTHON, ['-c', script, dir], { encoding: 'utf8' });
+    expect(run.status, `${PYTHON} with numpy is needed: ${run.stderr}`).toBe(0);
     for (const name of ['plain', 'zipped']) expectSameForest(small(), loadForestFile(join(dir, `${name}.npz`)));
   });
 

@@ -1,8 +1,8 @@
 /**
  * Conformance of the real CLI with an independent float64 reading of TRACE v2
  * (docs/ALGORITHM.md; the reference is test/reference/v2.ts, written from that document alone).
- * The CLI is a black box: `trace-alloc score FILE --scores --backend cpu [flags]`, with no
- * --rule flag (the default must be v2) or with `--rule v2`.
+ * The CLI is a black box: `trace-alloc score FILE --scores --backend cpu --rule v2 [flags]`
+ * (v3 is the default now; v2 must keep its plans exactly when named).
  *
  * Scores are held to the float64 contract, 1e-9·max(1, |value|); budgets, `unallocated`,
  * `pruned` and every {node, branches, depth} exactly, except where the reference itself sits
@@ -82,7 +82,7 @@ function checkCase(c: V2Case): void {
 }
 
 describe('CLI conforms to the independent v2 reference on random forests', () => {
-  it(`agrees on ${RUNS} random forests (both budget modes, JSON and JSON Lines, default rule and --rule v2)`, () => {
+  it(`agrees on ${RUNS} random forests (both budget modes, JSON and JSON Lines, --rule v2 and --rule=v2)`, () => {
     fc.assert(fc.property(v2CaseArb, (c) => { checkCase(c); }), {
       numRuns: RUNS,
       seed: SEED,
@@ -92,10 +92,10 @@ describe('CLI conforms to the independent v2 reference on random forests', () =>
   }, 600_000);
 
   it('the generator reaches both rule spellings, both modes, --widen, κ = 0, ρ = 0 and non-default q0', () => {
-    const seen = { defaultRule: false, explicitRule: false, global: false, perTree: false, widen: false, kappa0: false, rho0: false, floor: false, jsonl: false };
+    const seen = { spacedRule: false, joinedRule: false, global: false, perTree: false, widen: false, kappa0: false, rho0: false, floor: false, jsonl: false };
     for (const c of fc.sample(v2CaseArb, { numRuns: RUNS, seed: SEED ?? 42 })) {
-      seen.defaultRule ||= c.rule === 'default';
-      seen.explicitRule ||= c.rule === 'v2';
+      seen.spacedRule ||= c.rule === 'spaced';
+      seen.joinedRule ||= c.rule === 'joined';
       seen.global ||= c.params.budget.kind === 'global';
       seen.perTree ||= c.params.budget.kind === 'perTree';
       seen.widen ||= c.widen !== undefined;
@@ -104,7 +104,7 @@ describe('CLI conforms to the independent v2 reference on random forests', () =>
       seen.floor ||= c.params.budget.kind === 'global' && c.params.treeFloor !== 0.25;
       seen.jsonl ||= c.format === 'jsonl';
     }
-    expect(seen).toEqual({ defaultRule: true, explicitRule: true, global: true, perTree: true, widen: true, kappa0: true, rho0: true, floor: true, jsonl: true });
+    expect(seen).toEqual({ spacedRule: true, joinedRule: true, global: true, perTree: true, widen: true, kappa0: true, rho0: true, floor: true, jsonl: true });
   });
 });
 
@@ -364,20 +364,20 @@ describe('hand cases, global budget', () => {
 });
 
 describe('the rule the plan names', () => {
-  it('default and --rule v2 write the same plan', () => {
+  it('the default is v3: the same plan as --rule v3, and not v2\'s on a contested fork', () => {
     const { file } = writeForest(example2);
     const plain = runCli(['score', file, '--scores', '--backend', 'cpu']);
-    const named = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v2']);
-    expect([plain.status, named.status]).toEqual([0, 0]);
-    expect(named.stdout).toBe(plain.stdout);
+    const v3 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v3']);
+    const v2 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v2']);
+    expect([plain.status, v3.status, v2.status]).toEqual([0, 0, 0]);
+    expect(v3.stdout).toBe(plain.stdout);
+    expect(v2.stdout).not.toBe(plain.stdout);
   });
 
   // docs/ALGORITHM.md, "Files and plan fields": "params.rule says which rule made the plan".
-  it('params.rule says v2 by default and v1 under --rule v1', () => {
+  it('params.rule says v3 by default, v2 under --rule v2 and v1 under --rule v1', () => {
     const { file } = writeForest(example1);
-    const v2 = JSON.parse(runCli(['score', file, '--backend', 'cpu']).stdout) as V2Plan;
-    const v1 = JSON.parse(runCli(['score', file, '--backend', 'cpu', '--rule', 'v1']).stdout) as { params: { rule?: string } };
-    expect(v2.params.rule).toBe('v2');
-    expect(v1.params.rule).toBe('v1');
+    const rule = (...flags: string[]) => (JSON.parse(runCli(['score', file, '--backend', 'cpu', ...flags]).stdout) as { params: { rule?: string } }).params.rule;
+    expect([rule(), rule('--rule', 'v2'), rule('--rule', 'v1')]).toEqual(['v3', 'v2', 'v1']);
   });
 });

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { packColumns, packForest, type PackedForest } from '../src/forest/packed.js';
 import { CpuScorer, scoreCpu } from '../src/score/cpu.js';
-import { createScorer } from '../src/score/select.js';
+import { createScorer } from '../src/backend/select.js';
 import { PARALLEL_MIN_COST, scoringCost, splitGroups } from '../src/score/threads.js';
 import type { Scores } from '../src/score/types.js';
 import { generateForest, generateRegularForest } from '../src/synth/generate.js';

@@ -177,7 +177,7 @@ describe('training pieces', () => {
     expect(c).toBeGreaterThan(0);
   });
 
-  it('v1 sends a finished chain\'s whole budget to the node just above its end; v2 spreads it over the chain', () => {
+  it('v1 sends a finished chain\'s whole budget to the node just above its end; v2 spreads it over the chain; v3 starts fresh', () => {
     // root → 1 → 2 → 3 (episode over): under v1, 2 is open and has no live child, so x_2 = m.
     const chain = packForest({ dim: 0, trees: [{ nodes: [{}, { parent: 0 }, { parent: 1 }, { parent: 2, terminal: true, visits: 1 }] }] });
     const v1 = scoreCpu(chain, { rule: 'v1' });
@@ -186,9 +186,11 @@ describe('training pieces', () => {
     const closed = packForest({ dim: 0, trees: [{ nodes: [{}, { parent: 0, terminal: true }, { parent: 1, terminal: true }, { parent: 2, terminal: true, visits: 1 }] }] });
     expect(Array.from(allocate(closed, scoreCpu(closed, { rule: 'v1' }), { budget: 4 }).branches)).toEqual([4, 0, 0, 0]);
     // v2: the three open steps claim 1 each (x = 4/3): floors 1 + 1 + 1, the last unit to the root (ties to the smaller index).
-    const a = allocate(chain, scoreCpu(chain), { budget: 4 });
+    const a = allocate(chain, scoreCpu(chain, { rule: 'v2' }), { budget: 4 });
     expect(Array.from(a.mass, (x) => +x.toFixed(12))).toEqual([4 / 3, 4 / 3, 4 / 3, 0].map((x) => +x.toFixed(12)));
     expect(Array.from(a.branches)).toEqual([2, 1, 1, 0]);
+    // v3: no contested fork anywhere, so only the root claims: fresh rollouts, as independent chains.
+    expect(Array.from(allocate(chain, scoreCpu(chain), { budget: 4 }).branches)).toEqual([4, 0, 0, 0]);
   });
 
   it('exhausted chains are closed but roots never are', () => {

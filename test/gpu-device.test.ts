@@ -7,7 +7,7 @@ import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from '../
 import { ResidentForest } from '../src/gpu/resident.js';
 import { GpuScorer } from '../src/gpu/scorer.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import { createScorer, score } from '../src/score/select.js';
+import { createScorer, score } from '../src/backend/select.js';
 import type { PackedForest } from '../src/forest/packed.js';
 import { packColumns } from '../src/forest/packed.js';
 import { generateForest } from '../src/synth/generate.js';
@@ -232,7 +232,7 @@ gpuDescribe('GPU process lifetime', () => {
   it('lets the process exit after destroy()', async () => {
     const script = `
       import { generateForest } from './src/synth/generate.ts';
-      import { score } from './src/score/select.ts';
+      import { score } from './src/backend/select.ts';
       const s = await score(generateForest({ trees: 5, dim: 8, seed: 1 }), { backend: 'gpu' });
       console.log('scored', s.backend);
     `;

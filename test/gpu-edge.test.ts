@@ -8,7 +8,7 @@ import { BufferPool, roundSize } from '../src/gpu/pool.js';
 import { ResidentForest } from '../src/gpu/resident.js';
 import { GpuScorer } from '../src/gpu/scorer.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import { createScorer } from '../src/score/select.js';
+import { createScorer } from '../src/backend/select.js';
 import type { Scorer, Scores } from '../src/score/types.js';
 import { generateForest } from '../src/synth/generate.js';
 import { OptionError } from '../src/util/errors.js';

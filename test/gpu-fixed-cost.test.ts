@@ -29,7 +29,7 @@ describe('the bind group cache', () => {
   // A fake device: bind groups are plain objects, buffers plain objects with a size.
   const fakeDevice = () => {
     let made = 0;
-    return { device: { createBindGroup: () => ({ made: ++made }) as unknown as GPUBindGroup }, made: () => made };
+    return { device: { createBindGroup: () => ({ made: ++made }) as unknown as GPUBindGroup } as unknown as GPUDevice, made: () => made };
   };
   const buffer = (size = 1024) => ({ size }) as unknown as GPUBuffer;
 

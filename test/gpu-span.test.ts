@@ -9,12 +9,12 @@ import { GpuScorer } from '../src/gpu/scorer.js';
 import { createLiveForest } from '../src/live/create.js';
 import { liveScoresOn, snapshotLive } from '../src/live/snapshot.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import { createScorer } from '../src/score/select.js';
+import { createScorer } from '../src/backend/select.js';
 import type { ScoreParams, Scorer } from '../src/score/types.js';
 import { deviation, forestOf, gpuDescribe, withinTolerance } from './gpu-support.js';
 
 type Rule = NonNullable<ScoreParams['rule']>;
-const RULES: Rule[] = ['v1', 'v2'];
+const RULES: Rule[] = ['v1', 'v2', 'v3'];
 
 /** One tree: a root with one child per value; orthogonal unit embeddings (d = 0.5 for every pair). */
 function wideGroup(values: number[], field: 'reward' | 'uncertainty', identical = false): PackedForest {
@@ -83,7 +83,7 @@ gpuDescribe('GPU scoring across wide value spans within a group', () => {
     const magnitude = fc.double({ min: -6, max: 29.99, noNaN: true }).map((x) => 10 ** x);
     const value = fc.tuple(magnitude, fc.boolean(), fc.integer({ min: 0, max: 3 })).map(([m, neg, step]) => (neg ? -m : m) * (1 + step * 2 ** -40));
     await fc.assert(
-      fc.asyncProperty(fc.array(value, { minLength: 2, maxLength: 9 }), fc.constantFrom<Rule>('v1', 'v2'), fc.constantFrom('reward' as const, 'uncertainty' as const), async (values, rule, field) => {
+      fc.asyncProperty(fc.array(value, { minLength: 2, maxLength: 9 }), fc.constantFrom<Rule>('v1', 'v2', 'v3'), fc.constantFrom('reward' as const, 'uncertainty' as const), async (values, rule, field) => {
         if (field === 'uncertainty') values = values.map(Math.abs);
         const forest = wideGroup(values, field);
         const params = { alpha: 1, tau: 0.5, rule };

@@ -5,7 +5,7 @@ import { ForestError } from '../src/forest/errors.js';
 import { assertPackedForest, packForest, type PackedForest } from '../src/forest/packed.js';
 import { GpuContext } from '../src/gpu/context.js';
 import { scoreCpu } from '../src/score/cpu.js';
-import { createScorer, score } from '../src/score/select.js';
+import { createScorer, score } from '../src/backend/select.js';
 import type { Scorer } from '../src/score/types.js';
 import { generateForest } from '../src/synth/generate.js';
 import { ScorerDestroyedError } from '../src/util/errors.js';

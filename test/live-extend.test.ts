@@ -100,7 +100,7 @@ describe('extend: a round in one change', () => {
       const sendFrame = async (header: Record<string, unknown>, payload: Uint8Array) => {
         const frame = s.binaryFrame(JSON.stringify({ ...header, bytes: payload.length }))!;
         expect(frame).toBeDefined();
-        return JSON.parse(await frame.complete(payload)) as Reply;
+        return JSON.parse(await frame.complete(payload.slice())) as Reply; // handed over: a misaligned .npz array moves within it
       };
       try {
         expect((await sendFrame({ op: 'add-columns' }, encodeArrow(forest, 'stream'))).ok).toBe(true);

@@ -3,63 +3,89 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_RULE } from '../src/allocate/options.js';
+import { PYTHON } from './python.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = `${root}dist/cli/main.js`;
 const required = process.env.TRACE_ALLOC_REQUIRE_LLM === '1';
-const probe = spawnSync('python3', ['-c', 'import torch, transformers'], { encoding: 'utf8' });
+const probe = spawnSync(PYTHON, ['-c', 'import torch, transformers'], { encoding: 'utf8' });
 const haveTorch = !probe.error && probe.status === 0;
 if (!haveTorch && !required) {
-  console.warn('examples/llm smoke test skipped: python3 cannot import torch and transformers '
+  console.warn(`examples/llm smoke test skipped: ${PYTHON} cannot import torch and transformers `
     + '(pip install -r examples/llm/requirements.txt; CI sets TRACE_ALLOC_REQUIRE_LLM=1 so it cannot skip there)');
 }
 
-interface Step { tokens: number; loss: number; rollouts: number; nodes: number }
+const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
+const MULTIPLIER: Record<string, number> = { 'independent-1.5x': 1.5, 'independent-2x': 2 };
+
+interface Step { tokens: number; loss: number; rollouts: number; nodes: number; scored_groups: number; mixed_groups: number }
 interface Run {
-  sampler: string; steps: Step[]; loss_finite: boolean; tokens_used: number; curve: Array<[number, number]>;
+  sampler: string; seed: number; steps: Step[]; loss_finite: boolean; tokens_used: number; tokens_per_step: number;
+  curve: Array<[number, number]>; final_success: number;
   plans?: number; planned_branches?: number; launched?: number; forests_sent?: number; nodes_sent?: number[];
   last_forest_nodes?: number; service_stats?: { nodes: number; trees: number }; plan_budget_mismatches?: number;
-  transport?: string; config: { tokens_per_step: number; steps: number; prompts_per_step: number; trace_rollouts_per_tree: number };
+  transport?: string; rule?: string; rule_asked?: string | null;
+  config: { tokens_per_step: number; steps: number; prompts_per_step: number; trace_rollouts_per_tree: number };
 }
 
-describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a tiny transformer (smoke run)', () => {
-  const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-  afterAll(() => rmSync(out, { recursive: true, force: true }));
-
-  it('trains with all four samplers at exactly the token budget, TRACE following its plans', () => {
-    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but python3 cannot import torch and transformers: ${probe.stderr}`);
+describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a GPT-2 policy (smoke run)', () => {
+  it('trains with every sampler at exactly its token budget, TRACE following its plans under the rule each row asks for', () => {
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
     if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
-    // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
-    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-    const run = spawnSync('python3', [`${root}examples/llm/run.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
-    expect(run.status, run.stderr).toBe(0);
-    const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: Run[]; allocator: { params: { alpha: number; tau: number } } };
-    expect(result.runs.map((r) => r.sampler)).toEqual(['independent', 'uniform', 'trace', 'trace-learned']);
-    for (const r of result.runs) {
-      // Every sampler spends exactly the same generated-token budget in every step.
-      expect(r.steps.map((s) => s.tokens), r.sampler).toEqual(Array(r.config.steps).fill(r.config.tokens_per_step));
-      expect(r.tokens_used).toBe(r.config.steps * r.config.tokens_per_step);
-      expect(r.loss_finite, r.sampler).toBe(true);
-      expect(r.steps.every((s) => Number.isFinite(s.loss))).toBe(true);
-      expect(r.curve.length).toBeGreaterThanOrEqual(2);
-      for (const [, success] of r.curve) expect(success).toBeGreaterThanOrEqual(0);
+    // Made here, not when the suite is collected, so a skipped run leaves nothing behind.
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+    try {
+      // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
+      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+      const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(run.status, run.stderr).toBe(0);
+      const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as {
+        runs: Run[]; summary: { samplers: Record<string, { mixed_group_ratio: { mean: number } }> }; decoder_gap: number;
+      };
+      expect(result.runs.map((r) => r.sampler)).toEqual(SAMPLERS);
+      // The decoder that generates every rollout agrees with the transformers forward pass.
+      expect(result.decoder_gap).toBeLessThan(1e-4);
+      for (const r of result.runs) {
+        // Every sampler spends exactly its generated-token budget in every step: the same for all,
+        // 1.5 and 2 times it for the compute-equivalence rows.
+        const budget = Math.round(r.config.tokens_per_step * (MULTIPLIER[r.sampler] ?? 1));
+        expect(r.tokens_per_step, r.sampler).toBe(budget);
+        expect(r.steps.map((s) => s.tokens), r.sampler).toEqual(Array(r.config.steps).fill(budget));
+        expect(r.tokens_used).toBe(r.config.steps * budget);
+        expect(r.loss_finite, r.sampler).toBe(true);
+        expect(r.curve.length).toBeGreaterThanOrEqual(2);
+        expect(r.curve.at(-1)![1]).toBe(r.final_success);
+        for (const [, success] of r.curve) expect(success).toBeGreaterThanOrEqual(0);
+        for (const s of r.steps) expect(s.mixed_groups).toBeLessThanOrEqual(s.scored_groups);
+      }
+      for (const r of result.runs.filter((x) => x.sampler.startsWith('trace'))) {
+        // Every branch of every plan was started, and each plan placed the whole round budget
+        // (a root is never terminal, so every tree stays live and nothing is left unallocated).
+        expect(r.launched, r.sampler).toBe(r.planned_branches);
+        expect(r.planned_branches).toBe(r.plans! * r.config.prompts_per_step * r.config.trace_rollouts_per_tree);
+        expect(r.plan_budget_mismatches).toBe(0);
+        // Several allocation rounds per step.
+        expect(r.plans!).toBeGreaterThan(2 * r.config.steps);
+        expect(r.forests_sent).toBe(r.plans! + 1);
+        // After the run the service's live forest is the trainer's last forest, node for node.
+        expect(r.nodes_sent!.at(-1)).toBe(r.last_forest_nodes);
+        expect(r.service_stats!.nodes).toBe(r.last_forest_nodes);
+        expect(r.service_stats!.trees).toBe(r.config.prompts_per_step);
+        expect(r.transport).toMatch(/binary/);
+      }
+      // `trace` and `trace-learned` pass no rule, so they follow the library's default; `trace-v2` asks for v2.
+      const byName = Object.fromEntries(result.runs.map((r) => [r.sampler, r]));
+      expect(byName.trace.rule_asked).toBeNull();
+      expect(byName.trace.rule).toBe(DEFAULT_RULE);
+      expect(byName['trace-learned'].rule).toBe(DEFAULT_RULE);
+      expect(byName['trace-v2'].rule_asked).toBe('v2');
+      expect(byName['trace-v2'].rule).toBe('v2');
+      expect(readFileSync(join(out, 'results', 'curve.svg'), 'utf8')).toContain('<polyline');
+      expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('| trace-v2 |');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
     }
-    for (const r of result.runs.filter((x) => x.sampler.startsWith('trace'))) {
-      // Every branch of every plan was started, and each plan placed the whole round budget
-      // (a root is never terminal, so every tree stays live and nothing is left unallocated).
-      expect(r.launched, r.sampler).toBe(r.planned_branches);
-      expect(r.planned_branches).toBe(r.plans! * r.config.prompts_per_step * r.config.trace_rollouts_per_tree);
-      expect(r.plan_budget_mismatches).toBe(0);
-      // More plans than steps: the incremental path (new nodes, changed fields) ran too.
-      expect(r.plans!).toBeGreaterThan(r.config.steps);
-      expect(r.forests_sent).toBe(r.plans! + 1);
-      // After the run the service's live forest is the trainer's last forest, node for node.
-      expect(r.nodes_sent!.at(-1)).toBe(r.last_forest_nodes);
-      expect(r.service_stats!.nodes).toBe(r.last_forest_nodes);
-      expect(r.service_stats!.trees).toBe(r.config.prompts_per_step);
-      expect(r.transport).toMatch(/binary|JSON/);
-    }
-    expect(readFileSync(join(out, 'results', 'curve.svg'), 'utf8')).toContain('<polyline');
   });
 });

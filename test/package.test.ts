@@ -1,7 +1,9 @@
 // The published package as a user gets it: `npm pack` into a temp folder, the tarball unpacked
 // into a fresh temp project, and that project type-checked (strict, NodeNext, no skipLibCheck)
-// against every TypeScript example of the shipped Markdown. Offline: the package's runtime
-// dependencies are linked from this repository's node_modules, and tsc is the repo's own.
+// against every TypeScript example of the shipped Markdown, with TypeScript 5 and with
+// TypeScript 7 (whose DOM lib declares WebGPU itself). Offline: the package's runtime
+// dependencies are linked from this repository's node_modules, and both compilers are the
+// repo's own (`typescript` and the `typescript-7` alias).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
+/** The compilers a consumer may have: today's `npm i typescript` installs 7.x, many projects pin 5.x. */
+const COMPILERS = { 'ts5': join(REPO, 'node_modules/typescript/bin/tsc'), 'ts7': join(REPO, 'node_modules/typescript-7/bin/tsc') } as const;
+type Compiler = keyof typeof COMPILERS;
 
 interface PackResult { filename: string; files: Array<{ path: string }> }
 
@@ -109,20 +113,24 @@ function documentedExamples(): Array<{ file: string; index: number; code: string
   return files.flatMap((file) => typescriptBlocks(readFileSync(join(REPO, file), 'utf8')).map((code, index) => ({ file, index, code })));
 }
 
-function typeCheck(compilerOptions: Record<string, unknown>, label: string) {
+function typeCheck(compiler: Compiler, compilerOptions: Record<string, unknown>, label: string, extra: Record<string, string> = {}) {
   const examples = documentedExamples();
-  const dir = join(project, label);
+  const dir = join(project, `${compiler}-${label}`);
   mkdirSync(dir, { recursive: true });
   const names = examples.map(({ file, index, code }) => {
     const name = `${file.replace(/[/.]/g, '_')}_${index}.ts`;
     writeFileSync(join(dir, name), withContext(code));
     return name;
   });
+  for (const [name, code] of Object.entries(extra)) {
+    writeFileSync(join(dir, name), code);
+    names.push(name);
+  }
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, skipLibCheck: false, ...compilerOptions },
     files: names,
   }));
-  return { ...run(process.execPath, [TSC, '-p', dir], dir), examples };
+  return { ...run(process.execPath, [COMPILERS[compiler], '-p', dir], dir), examples };
 }
 
 describe('published declarations', () => {
@@ -135,24 +143,86 @@ describe('published declarations', () => {
     expect(tsFences.length).toBeGreaterThanOrEqual(3);
   });
 
-  it('type-check every README and docs example in a strict consumer with no "types" of its own', () => {
-    // types: [] — no @types/node, no @webgpu/types listed: the package must bring what it needs.
-    const r = typeCheck({ types: [] }, 'no-types');
-    expect(r.examples.filter((e) => e.file === 'README.md').length).toBeGreaterThanOrEqual(3);
+  function linkDevPackage(name: string): void {
+    const link = join(project, 'node_modules', name);
+    if (existsSync(link)) return;
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(join(REPO, 'node_modules', name), link, 'dir');
+  }
+
+  it('uses the compilers it names (TypeScript 5.x and 7.x)', () => {
+    expect(run(process.execPath, [COMPILERS.ts5, '--version'], REPO).stdout).toMatch(/Version 5\./);
+    expect(run(process.execPath, [COMPILERS.ts7, '--version'], REPO).stdout).toMatch(/Version 7\./);
+  });
+
+  for (const compiler of Object.keys(COMPILERS) as Compiler[]) {
+    it(`${compiler}: type-check every README and docs example in a strict consumer with no "types" of its own`, () => {
+      // types: [] — no @types/node, no @webgpu/types listed: the package must bring what it needs.
+      const r = typeCheck(compiler, { types: [] }, 'no-types');
+      expect(r.examples.filter((e) => e.file === 'README.md').length).toBeGreaterThanOrEqual(3);
+      expect(`${r.stdout}${r.stderr}`).toBe('');
+      expect(r.code).toBe(0);
+    }, 120_000);
+
+    it(`${compiler}: type-check alongside @types/node too (the usual Node project)`, () => {
+      linkDevPackage('@types/node');
+      const r = typeCheck(compiler, { types: ['node'] }, 'node-types');
+      expect(`${r.stdout}${r.stderr}`).toBe('');
+      expect(r.code).toBe(0);
+    }, 120_000);
+
+    it(`${compiler}: type-check with no DOM lib at all (the declarations need no WebGPU or DOM types)`, () => {
+      linkDevPackage('@types/node');
+      const r = typeCheck(compiler, { types: ['node'], lib: ['ES2023'] }, 'no-dom');
+      expect(`${r.stdout}${r.stderr}`).toBe('');
+      expect(r.code).toBe(0);
+    }, 120_000);
+  }
+
+  // The WebGPU objects the API hands out are empty interfaces in the package; with real WebGPU
+  // types in the program (TS 7's DOM lib, or @webgpu/types added by the consumer on TS 5) they
+  // merge into the full types, so a consumer can call WebGPU on them.
+  const useDevice = [
+    "import { GpuContext } from 'trace-alloc';",
+    'const context = await GpuContext.create();',
+    'const limit: number = context.device.limits.maxBufferSize;',
+    "const buffer = context.device.createBuffer({ size: 16, usage: 0x80 }); // STORAGE",
+    'buffer.destroy();',
+    'export { limit };',
+    '',
+  ].join('\n');
+
+  it('ts7: the WebGPU objects it hands out have TypeScript 7\'s own WebGPU types', () => {
+    const r = typeCheck('ts7', { types: [] }, 'webgpu-dom', { 'use-device.ts': useDevice });
     expect(`${r.stdout}${r.stderr}`).toBe('');
     expect(r.code).toBe(0);
   }, 120_000);
 
-  it('type-check alongside @types/node too (the usual Node project)', () => {
-    const types = join(project, 'node_modules/@types/node');
-    if (!existsSync(types)) {
-      mkdirSync(dirname(types), { recursive: true });
-      symlinkSync(join(REPO, 'node_modules/@types/node'), types, 'dir');
-    }
-    const r = typeCheck({ types: ['node'] }, 'node-types');
+  it('ts5: the WebGPU objects it hands out take @webgpu/types when the consumer adds it', () => {
+    linkDevPackage('@webgpu/types');
+    const r = typeCheck('ts5', { types: ['@webgpu/types'] }, 'webgpu-types', { 'use-device.ts': useDevice });
     expect(`${r.stdout}${r.stderr}`).toBe('');
     expect(r.code).toBe(0);
   }, 120_000);
+
+  it('ts5: without WebGPU types, a device is an opaque handle (calling WebGPU on it is a type error)', () => {
+    const r = typeCheck('ts5', { types: [] }, 'webgpu-opaque', { 'use-device.ts': useDevice });
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toMatch(/use-device\.ts.*(limits|createBuffer)/);
+    expect(r.stdout).not.toMatch(/node_modules\/trace-alloc/);
+  }, 120_000);
+
+  it('cite nothing a user cannot read: no internal "SPEC", every docs/ file named is in the package', () => {
+    const declarations = [...shipped].filter((p) => p.endsWith('.d.ts'));
+    expect(declarations).toContain('dist/index.d.ts');
+    const problems: string[] = [];
+    for (const file of declarations) {
+      const text = readFileSync(join(project, 'node_modules/trace-alloc', file), 'utf8');
+      if (/\bSPEC\b/.test(text)) problems.push(`${file}: cites SPEC`);
+      for (const [doc] of text.matchAll(/\bdocs\/[\w./-]+\.md\b/g)) if (!shipped.has(doc)) problems.push(`${file}: ${doc} is not shipped`);
+    }
+    expect(problems).toEqual([]);
+  });
 
   it('context declarations are added only where an example leaves a name undefined', () => {
     expect(withContext('const forest = 1;\nforest;')).not.toContain('declare const forest');

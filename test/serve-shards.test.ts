@@ -17,7 +17,7 @@ async function ok(session: LiveSession, request: Record<string, unknown>): Promi
   return r.result;
 }
 
-async function sessionWith(trees: TreeInput[], dim: number, rule: 'v1' | 'v2'): Promise<LiveSession> {
+async function sessionWith(trees: TreeInput[], dim: number, rule: 'v1' | 'v2' | 'v3'): Promise<LiveSession> {
   const s = new LiveSession({ backend: 'cpu', dim, params: { rule } });
   if (trees.length > 0) await ok(s, { op: 'add-tree', trees });
   return s;
@@ -33,9 +33,9 @@ async function shardedPlan(shards: LiveSession[], settings: Record<string, unkno
 }
 
 describe('serve: global-shares and plan-shard', () => {
-  it('shard plans together equal one session planning the whole forest, both rules, ties across shards', async () => {
+  it('shard plans together equal one session planning the whole forest, every rule, ties across shards', async () => {
     const config = fc.record({
-      rule: fc.constantFrom<'v1' | 'v2'>('v1', 'v2'),
+      rule: fc.constantFrom<'v1' | 'v2' | 'v3'>('v1', 'v2', 'v3'),
       cuts: fc.array(fc.nat(20), { maxLength: 4 }),
       minPerTree: fc.integer({ min: 0, max: 2 }),
       extra: fc.integer({ min: 0, max: 100 }),
@@ -83,7 +83,7 @@ describe('serve: global-shares and plan-shard', () => {
     expect(plan).toMatchObject({ totalBudget: 9, unallocated: 0 });
     expect((await ok(b, { op: 'plan-shard', shares, shard: 1, totalBudget: 9 })).trees).toHaveLength(1);
     // An empty shard takes part with an empty entry.
-    const empty = new LiveSession({ backend: 'cpu', dim: 2 });
+    const empty = new LiveSession({ backend: 'cpu', dim: 2, params: { rule: 'v2' } });
     const all = [...shares, await ok(empty, { op: 'global-shares' })];
     expect(await ok(empty, { op: 'plan-shard', shares: all, shard: 2, totalBudget: 9 })).toMatchObject({ totalBudget: 9, unallocated: 0, trees: [] });
     for (const s of [a, b, empty]) s.destroy();

@@ -34,7 +34,7 @@ function shardedPlans(dim: number, shards: TreeInput[][], rule: Rule, options: A
 describe('sharded global budget', () => {
   it('the union of shard plans equals the single-process plan, bit for bit, under both rules and with ties across shards', () => {
     const config = fc.record({
-      rule: fc.constantFrom<Rule>('v1', 'v2'),
+      rule: fc.constantFrom<Rule>('v1', 'v2', 'v3'),
       ties: fc.boolean(),
       cuts: fc.array(fc.nat(40), { maxLength: 4 }),
       minPerTree: fc.integer({ min: 0, max: 3 }),
@@ -64,7 +64,7 @@ describe('sharded global budget', () => {
     // first tree of shard 0 and the first of shard 1, never to later trees of shard 1.
     const tree = (id: string): TreeInput => ({ id, nodes: [{ embedding: [1, 0] }, { parent: 0, reward: 1, embedding: [1, 0.1] }, { parent: 0, reward: 0, embedding: [0, 1] }] });
     const trees = ['a', 'b', 'c', 'd', 'e'].map(tree);
-    for (const rule of ['v1', 'v2'] as const) {
+    for (const rule of ['v1', 'v2', 'v3'] as const) {
       const whole = packForest({ dim: 2, trees });
       const scores = scoreCpu(whole, { rule });
       const single = planToJson(whole, scores, allocate(whole, scores, { totalBudget: 12 }), { includeScores: true });

@@ -42,8 +42,8 @@ describe('worked example 1 of docs/ALGORITHM.md under --rule v1', () => {
   });
 });
 
-describe('worked example 1 of docs/ALGORITHM.md under v2 (the default)', () => {
-  const s = scoreCpu(forest);
+describe('worked example 1 of docs/ALGORITHM.md under v2', () => {
+  const s = scoreCpu(forest, { rule: 'v2' });
   it('shares each pair by uncertainty: C moves up, the intensity is v1\'s', () => {
     expect(s.params.rule).toBe('v2');
     expect(Array.from(s.contrast.subarray(1), (x) => +x.toFixed(6))).toEqual([0.570191, 0.575656, 0.444965]);
@@ -70,7 +70,7 @@ describe('worked example 1 of docs/ALGORITHM.md under v2 (the default)', () => {
   });
 });
 
-describe('worked example 2 of docs/ALGORITHM.md (v2: a chain below a fork)', () => {
+describe('worked example 2 of docs/ALGORITHM.md (v2 and v3: a chain below a fork)', () => {
   // Example 1's fork, then a step under A and two finished episodes under that step.
   const chain = packForest({
     dim: 2,
@@ -82,12 +82,54 @@ describe('worked example 2 of docs/ALGORITHM.md (v2: a chain below a fork)', () 
     ] }],
   });
   it('gives the step above two finished episodes its own share, not its branch\'s mass', () => {
-    const s = scoreCpu(chain);
+    const s = scoreCpu(chain, { rule: 'v2' });
     const a = allocate(chain, s, { budget: 16 });
     expect(Array.from(a.mass, (x) => +x.toFixed(4))).toEqual([6.939, 2.3911, 2.4174, 1.8614, 2.3911, 0, 0]);
     expect(Array.from(a.branches)).toEqual([7, 2, 3, 2, 2, 0, 0]);
     // v1 on the same tree: node 4 has no live child and keeps everything that reaches it.
     const v1 = allocate(chain, scoreCpu(chain, { rule: 'v1' }), { budget: 16 });
     expect(v1.branches[4]).toBeGreaterThan(a.branches[4]);
+  });
+});
+
+describe('worked example 1 of docs/ALGORITHM.md under v3 (the default)', () => {
+  const s = scoreCpu(forest);
+  it('scores exactly as v2', () => {
+    expect(s.params.rule).toBe('v3');
+    const v2 = scoreCpu(forest, { rule: 'v2' });
+    for (const k of ['contrast', 'weight', 'gradAlpha', 'gradTau', 'intensity'] as const) expect(Array.from(s[k])).toEqual(Array.from(v2[k]));
+  });
+
+  it('keeps every child, emits κ·I at the root, passes by w·ν: 12 / 3 / 0 / 1 of 16', () => {
+    const a = allocate(forest, s, { budget: 16 });
+    expect(Array.from(a.pruned)).toEqual([0, 0, 0, 0]);
+    // By hand, as the document does it: ν = (0.5, 1, 0, 0.5 from the root), e = κ·ψ_root·I.
+    const I = s.intensity[0], w = [1, s.weight[1], s.weight[2], s.weight[3]];
+    const e = 4 * I, kept = 0.25 * e, passed = e - kept;
+    const toA = passed * w[1] * 1, toB = passed * w[2] * 0, toC = passed * w[3] * 0.5;
+    const claims = [1 + kept + (passed - toA - toB - toC), toA, toB, toC];
+    const sum = claims.reduce((x, y) => x + y, 0);
+    expect(sum).toBeCloseTo(1 + e, 12);
+    claims.forEach((c, v) => expect(a.mass[v]).toBeCloseTo((16 * c) / sum, 12));
+    expect(Array.from(a.mass, (x) => +x.toFixed(4))).toEqual([11.9385, 2.9236, 0, 1.1379]);
+    expect(Array.from(a.branches)).toEqual([12, 3, 0, 1]);
+    expect(Array.from(a.depth)).toEqual([4, 4, 0, 3]);
+  });
+});
+
+describe('worked example 2 of docs/ALGORITHM.md under v3', () => {
+  const chain = packForest({
+    dim: 2,
+    trees: [{ id: 'ex2', nodes: [
+      ...fork,
+      { parent: 1, reward: 1, visits: 2, uncertainty: 0.2, embedding: [1, 0] },
+      { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0] },
+      { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0.2] },
+    ] }],
+  });
+  it('an uncontested fork emits nothing; A\'s share is spread over its chain (A and node 4)', () => {
+    const a = allocate(chain, scoreCpu(chain), { budget: 16 });
+    expect(Array.from(a.mass, (x) => +x.toFixed(4))).toEqual([11.9385, 1.4618, 0, 1.1379, 1.4618, 0, 0]);
+    expect(Array.from(a.branches)).toEqual([12, 2, 0, 1, 1, 0, 0]);
   });
 });

@@ -1,14 +1,14 @@
 """The one place that knows how the trainer talks to `trace-alloc serve --stdio`.
 
-It prefers the `trace_alloc` Python package (installed, or the repository's `python/` folder)
-and its binary columnar input when the package has it; otherwise the dependency-free JSON Lines
-client in `examples/python/`. Callers hand over a forest as arrays and get the SPEC §5 plan
-back as plain JSON-shaped dicts, whichever transport ran.
+It uses the `trace_alloc` Python package (installed, or the repository's `python/` folder) and
+its binary columnar input; plans come back as the protocol's JSON shapes (camelCase dicts).
+The service is `node dist/cli/main.js serve --stdio --backend cpu` of this checkout, or what
+`$TRACE_ALLOC_NODE` (the Node binary) and `$TRACE_ALLOC_BIN` (`dist/cli/main.js`) name: the
+device run points them at the Node and the built service its bundle carries.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
@@ -19,70 +19,42 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 
 
-def service_command() -> list[str]:
-    return ["node", str(REPO / "dist" / "cli" / "main.js"), "serve", "--stdio", "--backend", "cpu"]
+def service_command(rule: str | None = None) -> list[str]:
+    """The service's command line; `rule` None leaves the library's default rule in force."""
+    node = os.environ.get("TRACE_ALLOC_NODE", "node")
+    main = os.environ.get("TRACE_ALLOC_BIN", str(REPO / "dist" / "cli" / "main.js"))
+    return [node, main, "serve", "--stdio", "--backend", "cpu"] + (["--rule", rule] if rule else [])
 
 
 def _load_package():
+    """The repository's `python/` package (or an installed `trace_alloc` when this file runs elsewhere)."""
     local = REPO / "python"
     if (local / "trace_alloc").is_dir() and str(local) not in sys.path:
         sys.path.insert(0, str(local))
-    try:
-        import trace_alloc  # type: ignore
-    except ImportError:
-        return None
+    import trace_alloc  # type: ignore
     return trace_alloc
 
 
-def _load_json_client():
-    folder = str(REPO / "examples" / "python")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import trace_alloc_client  # type: ignore
-    return trace_alloc_client
+def learner():
+    """trace_alloc.learn, the library's α, τ learner (from the repository's python/ when not installed)."""
+    local = str(REPO / "python")
+    if local not in sys.path:
+        sys.path.insert(0, local)
+    from trace_alloc import learn  # type: ignore
 
-
-def _plain(value):
-    """Dataclasses (the package's plan) as the protocol's JSON shapes (camelCase keys)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {_camel(f.name): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _json_nodes(cols: dict, a: int, b: int) -> list[dict]:
-    return [{"parent": int(cols["parent"][i]), "reward": float(cols["reward"][i]), "visits": int(cols["visits"][i]),
-             "uncertainty": float(cols["uncertainty"][i]), "terminal": bool(cols["terminal"][i]),
-             "embedding": cols["embedding"][i].tolist()} for i in range(a, b)]
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w.capitalize() for w in rest)
+    return learn
 
 
 class AllocatorClient:
     """A live forest in one `serve --stdio` process, kept equal to the trainer's trees by `sync_forest`."""
 
-    def __init__(self, command: list[str] | None = None, prefer_package: bool = True):
-        command = command or service_command()
+    def __init__(self, rule: str | None = None):
+        pkg = _load_package()
         self.forests_sent = 0
         self.nodes_sent: list[int] = []  # nodes per forest sent
         self._ids: list[str] = []
-        pkg = _load_package() if prefer_package and os.environ.get("TRACE_ALLOC_LLM_TRANSPORT") != "json" else None
-        if pkg is not None and hasattr(getattr(pkg, "Service", None), "add_forest"):
-            self._client = pkg.Service(command)
-            self.transport = "trace_alloc package %s, binary add_forest" % getattr(pkg, "__version__", "?")
-            self._binary = True
-        else:
-            module = _load_json_client()
-            self._client = module.TraceAllocClient(command)
-            self._error = module.TraceAllocError
-            self.transport = "examples/python client, JSON Lines"
-            self._binary = False
+        self._client = pkg.Service(service_command(rule))
+        self.transport = "trace_alloc package %s, binary add_forest (npz)" % getattr(pkg, "__version__", "?")
         t0 = time.perf_counter()
         self.service = self.stats()  # waits for the service to be up, so start-up is not counted per step
         self.startup_s = time.perf_counter() - t0
@@ -90,45 +62,30 @@ class AllocatorClient:
     def sync_forest(self, ids: list[str], tree_offset: np.ndarray, parent: np.ndarray, reward: np.ndarray,
                     visits: np.ndarray, uncertainty: np.ndarray, terminal: np.ndarray,
                     embedding: np.ndarray) -> None:
-        """Makes the service's live forest exactly these trees (one row per node, trees in order).
-
-        The whole forest travels in one batch either way: binary columns replacing the trees with
-        the same ids, or over JSON one `remove-tree` and one `add-tree` of all trees. Measured on
-        the shared machine, a round trip costs more than the bytes, so this beats sending only the
-        new nodes tree by tree (one `add-nodes` request per tree)."""
+        """Makes the service's live forest exactly these trees (one row per node, trees in order):
+        binary columns in one batch, replacing the trees when the ids are the same. Measured on
+        the shared machine, a round trip costs more than the bytes, so this beats sending only
+        the new nodes tree by tree."""
         same = list(ids) == self._ids
-        if self._ids and not (same and self._binary):
+        if self._ids and not same:
             self._client.remove_trees(self._ids)
-        if self._binary:
-            self._client.add_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding,
-                                    tree_id=list(ids), replace=same)
-        else:
-            cols = {"parent": parent, "reward": reward, "visits": visits, "uncertainty": uncertainty,
-                    "terminal": terminal, "embedding": embedding}
-            self._client.add_trees([{"id": tid, "nodes": _json_nodes(cols, int(tree_offset[t]), int(tree_offset[t + 1]))}
-                                    for t, tid in enumerate(ids)])
+        # npz whether or not pyarrow is installed: the GPU machine has pyarrow and this one may not,
+        # and the path tested here must be the one that runs there.
+        self._client.add_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding,
+                                tree_id=list(ids), replace=same, container="npz")
         self._ids = list(ids)
         self.forests_sent += 1
         self.nodes_sent.append(int(tree_offset[-1]))
 
     def plan(self, total_budget: int, min_per_tree: int = 1, scores: bool = False) -> dict:
         """The plan as the service sent it (JSON shapes, camelCase)."""
-        if hasattr(self._client, "plan_json"):
-            return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores)
-        return _plain(self._client.plan(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores))
+        return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores)
 
     def set_params(self, alpha: float, tau: float) -> dict:
-        return _plain(self._client.set_params(alpha=alpha, tau=tau))
+        return self._client.request("set-params", alpha=alpha, tau=tau)
 
     def stats(self) -> dict:
-        return _plain(self._client.stats())
+        return self._client.request("stats")
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False

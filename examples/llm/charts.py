@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-COLORS = {"independent": "#1f77b4", "uniform": "#ff7f0e", "trace": "#2ca02c", "trace-learned": "#d62728"}
-LABELS = {"independent": "Independent chains (GRPO)", "uniform": "Uniform expansion (Tree-GRPO)",
-          "trace": "TRACE (default α, τ)", "trace-learned": "TRACE (learned α, τ)"}
-W, H, L, R, T, B = 640, 400, 60, 220, 40, 50
+from report import LABELS
+
+COLORS = {"independent": "#1f77b4", "uniform": "#ff7f0e", "entropy": "#9467bd", "trace": "#2ca02c",
+          "trace-v2": "#8c564b", "trace-learned": "#d62728", "independent-1.5x": "#6baed6", "independent-2x": "#08306b"}
+DASHED = {"independent-1.5x", "independent-2x"}  # the compute-equivalence rows
+W, H, L, R, T, B = 720, 420, 60, 260, 40, 50
 
 
 def _esc(s: str) -> str:
@@ -53,7 +55,7 @@ def curve_svg(summary: dict, title: str) -> str:
     xmax = max(p["tokens"] for s in names for p in summary[s]["curve"]) or 1
     ymax = _nice_max(max(p["ci95"][1] for s in names for p in summary[s]["curve"]))
     sx = lambda v: L + (W - L - R) * v / xmax  # noqa: E731
-    sy = lambda v: H - B - (H - T - B) * max(0.0, v) / ymax  # noqa: E731
+    sy = lambda v: H - B - (H - T - B) * min(max(0.0, v), ymax) / ymax  # noqa: E731
     out = _frame(title, "generated tokens (training budget spent)", "success rate", [xmax * i / 4 for i in range(5)],
                  [ymax * i / 4 for i in range(5)], sx, sy)
     for s in names:
@@ -61,15 +63,16 @@ def curve_svg(summary: dict, title: str) -> str:
         band = [(sx(p["tokens"]), sy(p["ci95"][1])) for p in pts] + [(sx(p["tokens"]), sy(p["ci95"][0])) for p in reversed(pts)]
         c = COLORS.get(s, "#555")
         out.append('<polygon points="%s" fill="%s" fill-opacity="0.12" stroke="none"/>' % (" ".join("%.1f,%.1f" % q for q in band), c))
-        out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>' % (
-            " ".join("%.1f,%.1f" % (sx(p["tokens"]), sy(p["mean"])) for p in pts), c))
+        out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>' % (
+            " ".join("%.1f,%.1f" % (sx(p["tokens"]), sy(p["mean"])) for p in pts), c,
+            ' stroke-dasharray="6,3"' if s in DASHED else ""))
     return "\n".join(out + _legend(names) + ["</svg>"]) + "\n"
 
 
 def bars_svg(summary: dict, title: str) -> str:
     names = list(summary)
     ymax = _nice_max(max(summary[s]["final_success"]["ci95"][1] for s in names))
-    sy = lambda v: H - B - (H - T - B) * max(0.0, v) / ymax  # noqa: E731
+    sy = lambda v: H - B - (H - T - B) * min(max(0.0, v), ymax) / ymax  # noqa: E731
     slot = (W - L - R) / len(names)
     out = _frame(title, "sampler", "final success rate", [], [ymax * i / 4 for i in range(5)], lambda v: 0, sy)
     for i, s in enumerate(names):
@@ -79,12 +82,13 @@ def bars_svg(summary: dict, title: str) -> str:
         out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (x, sy(v["mean"]), slot * 0.6, H - B - sy(v["mean"]), c))
         xc = x + slot * 0.3
         out.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="black"/>' % (xc, xc, sy(v["ci95"][0]), sy(v["ci95"][1])))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%.3f</text>' % (xc, H - B + 16, v["mean"]))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%.1f</text>' % (xc, H - B + 16, 100 * v["mean"]))
     return "\n".join(out + _legend(names) + ["</svg>"]) + "\n"
 
 
 def write_charts(result: dict, folder: Path) -> None:
     s = result["summary"]["samplers"]
-    n = next(iter(s.values()))["final_success"]["n"]
-    (folder / "curve.svg").write_text(curve_svg(s, "Tiny GPT-2, calculator task: success vs tokens (mean, 95%% CI, %d seeds)" % n))
-    (folder / "final.svg").write_text(bars_svg(s, "Final success at equal tokens (mean, 95%% CI, %d seeds)" % n))
+    counts = sorted({v["final_success"]["n"] for v in s.values()})
+    n = "%d seeds" % counts[0] if len(counts) == 1 else "%s seeds by row" % "/".join(map(str, counts))
+    (folder / "curve.svg").write_text(curve_svg(s, "GPT-2 policy, calculator task: success vs tokens (mean, 95%% CI; %s)" % n))
+    (folder / "final.svg").write_text(bars_svg(s, "Final success (mean, 95%% CI; %s)" % n))

@@ -8,13 +8,15 @@ which stops when the step's budget is spent: no sampler can spend more, and each
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
 
-from model import next_token
-from task import END, MAX_TURN_TOKENS, VOCAB, Prompt, prompt_tokens, step
+from decode import Decoder
+from task import END, MAX_TURN_TOKENS, VOCAB, Prompt, live, prompt_tokens, step
 
 LOG_VOCAB = math.log(VOCAB)
 
@@ -27,12 +29,13 @@ class Node:
     span: tuple[int, int]  # this turn's generated tokens inside seq (empty for a root)
     value: int  # the environment's value after the turn
     calls: int  # tool calls made up to and including this turn
+    depth: int  # agent turns from the prompt (0 for a root)
     terminal: bool = False
     outcome: float = 0.0
     visits: int = 0
     reward_sum: float = 0.0
     uncertainty: float = 0.0  # mean token entropy over the turn, divided by ln |V|
-    embedding: np.ndarray | None = None
+    embedding: np.ndarray | None = None  # (hidden,) float64; empty for a root
     children: list[int] = field(default_factory=list)
 
 
@@ -45,7 +48,7 @@ class Forest:
         for t, p in enumerate(prompts):
             seq = prompt_tokens(p.start, p.target)
             # A root has no siblings, so its embedding never enters a contrast.
-            self.roots.append(self._add(Node(t, -1, seq, (1, len(seq)), p.start, 0, embedding=np.zeros(0))))
+            self.roots.append(self._add(Node(t, -1, seq, (len(seq), len(seq)), p.start, 0, 0, embedding=np.zeros(0))))
 
     def _add(self, node: Node) -> int:
         nid = len(self.nodes)
@@ -62,8 +65,8 @@ class Forest:
         out = step(self.prompts[p.tree], p.value, p.calls, turn)
         start = len(p.seq)
         node = Node(p.tree, parent, p.seq + turn + out.response, (start, start + len(turn)), out.value,
-                    p.calls + (0 if out.done else 1), uncertainty=sum(entropies) / len(entropies) / LOG_VOCAB,
-                    embedding=embedding)
+                    p.calls + (0 if out.done else 1), p.depth + 1,
+                    uncertainty=sum(entropies) / len(entropies) / LOG_VOCAB, embedding=embedding)
         nid = self._add(node)
         if out.done:
             node.terminal = True
@@ -79,11 +82,15 @@ class Forest:
         n = self.nodes[nid]
         return n.reward_sum / n.visits if n.visits else math.nan
 
-    def local_index(self, nid: int) -> int:
-        return self.tree_nodes[self.nodes[nid].tree].index(nid)
-
     def open_nodes(self, tree: int) -> list[int]:
         return [v for v in self.tree_nodes[tree] if not self.nodes[v].terminal]
+
+    def lost(self, nid: int) -> bool:
+        """Whether no continuation of this node can still earn the reward."""
+        n = self.nodes[nid]
+        if n.terminal:
+            return n.outcome == 0
+        return not live(self.prompts[n.tree].target, n.value, n.calls)
 
     def advantages(self) -> dict[int, float]:
         """TreeRL: A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √visits(n), nodes with outcomes."""
@@ -97,24 +104,79 @@ class Forest:
                 out[nid] = a
         return out
 
+    def carriers(self, weights: dict[int, float]) -> tuple[list[list[int]], list[list[float]]]:
+        """Sequences that hold every weighted node's turn, and per-token weights on them.
+
+        A node's sequence is a prefix of each of its descendants', so the log-probabilities of
+        all its ancestors' turns come with one forward pass over a finished leaf: each weighted
+        node is put on the first finished leaf below it (every node with an outcome has one),
+        and only leaves that carry a node are returned."""
+        owner: dict[int, int] = {}
+        for leaf, n in enumerate(self.nodes):
+            if not n.terminal:
+                continue
+            v = leaf
+            while v >= 0 and v not in owner:
+                if v in weights:
+                    owner[v] = leaf
+                v = self.nodes[v].parent
+        per_leaf: dict[int, list[float]] = {}
+        for v, leaf in owner.items():
+            row = per_leaf.setdefault(leaf, [0.0] * len(self.nodes[leaf].seq))
+            a, b = self.nodes[v].span
+            for j in range(a, b):
+                row[j] = weights[v]
+        leaves = sorted(per_leaf)
+        return [self.nodes[leaf].seq for leaf in leaves], [per_leaf[leaf] for leaf in leaves]
+
+
+# Uniform random numbers for the next token of each rollout: (rollout index in the run, tokens it
+# has generated so far) per active rollout → a tensor of uniforms, one per rollout.
+Uniforms = Callable[[list[int], list[int]], torch.Tensor]
+
+
+def stream_uniforms(generator: torch.Generator) -> Uniforms:
+    """Fresh uniforms from a seeded generator (training)."""
+    return lambda rows, tokens: torch.rand(len(rows), generator=generator, dtype=torch.float64)
+
+
+def fixed_uniforms(table: torch.Tensor) -> Uniforms:
+    """The same uniform for the same (episode, token) every time (evaluation: common random
+    numbers, so two policies that agree on a prefix sample the same next token)."""
+    return lambda rows, tokens: table[torch.tensor(rows), torch.tensor(tokens)]
+
+
+def sample(logits: torch.Tensor, u: torch.Tensor) -> tuple[list[int], list[float]]:
+    """Inverse-CDF sampling of one token per row from softmax(logits) at the uniforms `u`;
+    returns the tokens and each row's entropy (nats)."""
+    logp = torch.log_softmax(logits.double().cpu(), dim=-1)
+    p = logp.exp()
+    entropy = -(p * logp).sum(dim=-1)
+    cdf = p.cumsum(dim=-1)
+    tokens = torch.searchsorted(cdf, u[:, None].double()).squeeze(1).clamp(max=logits.shape[1] - 1)
+    return tokens.tolist(), entropy.tolist()
+
 
 @dataclass
 class _Active:
+    index: int  # the rollout's place in the `starts` of its run
     node: int
+    tokens: int = 0  # generated so far by this rollout
     turn: list[int] = field(default_factory=list)
     entropies: list[float] = field(default_factory=list)
-    hidden: torch.Tensor | None = None  # sum of the decoding hidden states of the turn so far
 
 
 class Grower:
-    """Generates turns with the policy, batched, against one budget of generated tokens."""
+    """Generates turns with the policy, batched, against one budget of generated tokens.
+    With `embed` False (evaluation) nodes get no embedding."""
 
-    def __init__(self, forest: Forest, model, generator: torch.Generator, budget: int):
-        self.forest, self.model, self.generator, self.budget = forest, model, generator, budget
+    def __init__(self, forest: Forest, model, uniforms: Uniforms, budget: int, embed: bool = True):
+        self.forest, self.model, self.uniforms, self.budget, self.embed = forest, model, uniforms, budget, embed
         self.used = 0
         self.started = 0
         self.finished = 0
         self.truncated = 0
+        self.runs = 0
         self.generate_s = 0.0
 
     def remaining(self) -> int:
@@ -123,40 +185,64 @@ class Grower:
     def run(self, starts: list[int]) -> int:
         """Rollouts from each start node (repeats allowed) to the episode's end, all in one batch;
         when the budget runs out mid-way the rollouts still going are cut (in `starts` order, last
-        first). Returns how many rollouts took at least one token."""
-        import time
+        first; a cut rollout's partial turn is dropped). Returns how many took at least one token."""
         t0 = time.perf_counter()
         f = self.forest
-        active = [_Active(s) for s in starts if not f.nodes[s].terminal]
-        began = 0
-        first = True
-        while active and self.remaining() > 0:
+        active = [_Active(i, s) for i, s in enumerate(starts) if not f.nodes[s].terminal]
+        if not active or self.remaining() <= 0:
+            self.truncated += len(active)
+            return 0
+        self.runs += 1
+        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active])
+        # Per row, the sum of the hidden states the current turn's tokens were decoded from.
+        turn_hidden = torch.zeros_like(decoder.hidden) if self.embed else None
+        began = min(len(active), self.remaining())
+        empty = np.zeros(0)
+        while active:
             take = min(len(active), self.remaining())
             self.truncated += len(active) - take
-            active = active[:take]
-            if first:
-                began = take
-                first = False
-            logits, hidden = next_token(self.model, [f.nodes[a.node].seq + a.turn for a in active])
-            logp = torch.log_softmax(logits.double(), dim=-1)
-            entropy = -(logp.exp() * logp).sum(dim=-1)
-            tokens = torch.multinomial(logp.exp(), 1, generator=self.generator).squeeze(1).tolist()
+            if take == 0:
+                break
+            if take < len(active):
+                decoder.keep(list(range(take)))
+                active = active[:take]
+                turn_hidden = turn_hidden[:take] if self.embed else None
+            tokens, entropies = sample(decoder.logits, self.uniforms([a.index for a in active], [a.tokens for a in active]))
+            ended = []  # rows whose turn ended and whose rollout goes on
+            if self.embed:
+                turn_hidden = turn_hidden + decoder.hidden
+                done_rows = [r for r, (a, tok) in enumerate(zip(active, tokens)) if tok == END or len(a.turn) + 1 == MAX_TURN_TOKENS]
+                means = (turn_hidden[done_rows].double().cpu().numpy() if done_rows else None)
+                mean_of = {r: i for i, r in enumerate(done_rows)}
             self.used += take
-            still = []
-            for a, tok, h, e in zip(active, tokens, entropy.tolist(), hidden):
+            chunks, still = [], []
+            for row, (a, tok, e) in enumerate(zip(active, tokens, entropies)):
                 a.turn.append(tok)
-                a.entropies.append(h)
-                a.hidden = e if a.hidden is None else a.hidden + e
-                if tok != END and len(a.turn) < MAX_TURN_TOKENS:
-                    still.append(a)
-                    continue
-                nid = f.add_turn(a.node, a.turn, a.entropies, (a.hidden / len(a.turn)).double().numpy())
-                if f.nodes[nid].terminal:
-                    self.finished += 1
-                else:
-                    still.append(_Active(nid))
-            active = still
-        self.truncated += len(active)
+                a.tokens += 1
+                a.entropies.append(e)
+                chunk = [tok]
+                if tok == END or len(a.turn) == MAX_TURN_TOKENS:
+                    embedding = means[mean_of[row]] / len(a.turn) if self.embed else empty
+                    nid = f.add_turn(a.node, a.turn, a.entropies, embedding)
+                    if f.nodes[nid].terminal:
+                        self.finished += 1
+                        chunks.append([])  # dropped below
+                        continue
+                    chunk += f.nodes[nid].seq[f.nodes[nid].span[1]:]  # the environment's answer
+                    a.node, a.turn, a.entropies = nid, [], []
+                    ended.append(len(still))
+                chunks.append(chunk)
+                still.append(row)
+            if not still:
+                break
+            if len(still) < len(active):
+                active = [active[r] for r in still]
+                decoder.keep(still)
+                chunks = [chunks[r] for r in still]
+                turn_hidden = turn_hidden[still] if self.embed else None
+            if self.embed and ended:
+                turn_hidden[ended] = 0.0
+            decoder.feed(chunks)
         self.started += began
         self.generate_s += time.perf_counter() - t0
         return began

@@ -1,76 +1,80 @@
-"""The policy: a tiny GPT-2 from a `transformers` config, randomly initialised, pre-trained briefly
-on solved transcripts so that RL starts from a weak but non-zero policy.
+"""The policy: a GPT-2 from a `transformers` config, randomly initialised, pre-trained briefly on
+solved transcripts so that RL starts from a weak but non-zero policy.
 
 Sequences in a batch are right-padded: under causal attention a position never sees the padding
-after it, so the logits and hidden states at each sequence's own positions are exact without an
-attention mask.
+after it, so the logits at each sequence's own positions are exact without an attention mask.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Callable
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from task import PAD, VOCAB, transcript
 
-MAX_POSITIONS = 64
+MAX_POSITIONS = 128
 
 
 def build_model(seed: int, layers: int = 2, hidden: int = 64, heads: int = 4) -> GPT2LMHeadModel:
     torch.manual_seed(seed)
     config = GPT2Config(
         vocab_size=VOCAB, n_positions=MAX_POSITIONS, n_embd=hidden, n_layer=layers, n_head=heads,
-        bos_token_id=1, eos_token_id=8, pad_token_id=PAD,
+        bos_token_id=1, eos_token_id=8, pad_token_id=PAD, activation_function="gelu",
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
     )
-    return GPT2LMHeadModel(config)
+    # Eager attention: sequences are short, and a fully masked padding row stays finite.
+    return GPT2LMHeadModel._from_config(config, attn_implementation="eager")
 
 
-def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-padded ids (B × L) and each sequence's length."""
+def pad_batch(seqs: list[list[int]], device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids (B × L) and each sequence's length (B)."""
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), PAD, dtype=torch.long)
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return ids, torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    return ids.to(device), torch.tensor([len(s) for s in seqs], dtype=torch.long, device=device)
 
 
-def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr: float = 3e-3) -> float:
-    """Next-token cross-entropy on random solved transcripts; returns the last batch's loss."""
+def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr: float = 3e-3,
+             done: Callable[[], bool] | None = None, check_every: int = 25) -> tuple[float, int]:
+    """Next-token cross-entropy on random solved transcripts, `steps` batches, or fewer when
+    `done()` (asked every `check_every` steps, the model in eval mode) says so; returns the last
+    batch's loss and the steps taken."""
+    device = next(model.parameters()).device
     rng = random.Random(seed * 7 + 3)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    model.train()
     loss = torch.tensor(float("nan"))
-    for _ in range(steps):
-        ids, _ = pad_batch([transcript(rng) for _ in range(batch)])
+    taken = 0
+    for taken in range(1, steps + 1):
+        model.train()
+        ids, _ = pad_batch([transcript(rng) for _ in range(batch)], device)
         labels = ids.clone()
         labels[labels == PAD] = -100
         loss = model(input_ids=ids, labels=labels).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if done is not None and taken % check_every == 0:
+            model.eval()
+            if done():
+                break
     model.eval()
-    return float(loss)
+    return float(loss.detach()), taken
 
 
-@torch.no_grad()
-def next_token(model: GPT2LMHeadModel, seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits of the next token after each sequence (B × V) and the last-layer hidden state they
-    come from (B × hidden): the state the policy decodes that token from, free with the logits."""
-    ids, lengths = pad_batch(seqs)
-    hidden = model.transformer(input_ids=ids).last_hidden_state  # after the final layer norm
-    last = hidden[torch.arange(len(seqs)), lengths - 1]
-    return model.lm_head(last), last
+def weighted_log_prob(model: GPT2LMHeadModel, seqs: list[list[int]], weights: list[list[float]]) -> torch.Tensor:
+    """Σ over sequences and positions of weight · log π(token | prefix), with gradients.
 
-
-def turn_log_probs(model: GPT2LMHeadModel, seqs: list[list[int]], spans: list[tuple[int, int]]) -> torch.Tensor:
-    """Sum of log π over each sequence's generated span [start, end), with gradients (B)."""
-    ids, _ = pad_batch(seqs)
-    logp = torch.log_softmax(model(input_ids=ids).logits, dim=-1)
-    out = []
-    for i, (a, b) in enumerate(spans):
-        positions = torch.arange(a - 1, b - 1)
-        out.append(logp[i, positions, ids[i, a:b]].sum())
-    return torch.stack(out)
+    `weights[i][j]` weighs token j of sequence i (0 for the prompt, the environment's tokens and
+    every token no update uses); position 0 is never predicted and must weigh 0."""
+    device = next(model.parameters()).device
+    ids, _ = pad_batch(seqs, device)
+    w = torch.zeros(ids.shape, dtype=torch.float32)
+    for i, row in enumerate(weights):
+        w[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    logp = torch.log_softmax(model(input_ids=ids).logits[:, :-1].float(), dim=-1)
+    taken = logp.gather(2, ids[:, 1:, None]).squeeze(2)
+    return (taken * w[:, 1:].to(device)).sum()

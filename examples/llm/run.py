@@ -1,25 +1,26 @@
-"""Trains the tiny transformer policy with each sampler over several seeds and writes the results.
+"""Trains the GPT-2 policy with each sampler over several seeds and writes the results.
 
-    python3 examples/llm/run.py --seeds 6 --out examples/llm/results      # the committed run
-    python3 examples/llm/run.py --smoke --out /tmp/llm-smoke               # CI: 1 seed, a few steps
+    python3 examples/llm/run.py --seeds 60 --full-seeds 12 --out examples/llm/results   # the committed run
+    python3 examples/llm/run.py --smoke --out /tmp/llm-smoke                 # CI: 1 seed, a few steps
+    python3 examples/llm/run.py --profile h200 --out OUT                     # the borrowed-GPU run (device/run.sh)
 
-Writes `results.json` (every run, every step, summary with 95% intervals, the machine) and the
-SVG charts `curve.svg` (success vs generated tokens) and `final.svg`.
+Writes `results.json` (every run, every step, the summary with 95% intervals, the machine),
+`summary.md` and the SVG charts `curve.svg` (success vs generated tokens) and `final.svg`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,137 +30,159 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
+from allocator_client import service_command  # noqa: E402
 from charts import write_charts  # noqa: E402
-from stats import mean_interval, paired  # noqa: E402
+from report import markdown, summarize  # noqa: E402
 from train import SAMPLERS, Config, run_seed  # noqa: E402
 
-SMOKE = dict(steps=3, prompt_pool=8, prompts_per_step=4, tokens_per_step=192, pretrain_steps=40,
-             eval_every=3, eval_samples=2, trace_rollouts_per_tree=2)
+# The comparison the committed run is sized for (`--full-seeds`).
+PRIMARY = ("independent", "trace")
+# Settings that differ from `Config`'s defaults (the committed CPU run), by profile.
+PROFILES = {
+    "cpu": {},
+    # CI: every sampler, a few steps, small enough for well under a minute.
+    "smoke": dict(steps=3, prompt_pool=8, prompts_per_step=4, tokens_per_step=160, pretrain_steps=40,
+                  eval_every=3, eval_samples=2),
+    # The borrowed H200: an 8-layer, 256-wide GPT-2 (6.3 M parameters) on the committed run's task,
+    # samplers and tokens per step; pre-trained until 15% success (its size learns faster), and
+    # 30 steps, sized so that 64 seeds fit the device time (an estimate; README.md).
+    "h200": dict(layers=8, hidden=256, heads=8, device="cuda", pretrain_steps=1500, pretrain_until=0.15,
+                 steps=30, eval_every=10),
+    # The H200 profile's code path at a tiny size on the CPU (device/run.sh --tiny, its test).
+    "h200-tiny": dict(layers=8, hidden=32, heads=4, steps=2, prompt_pool=8, prompts_per_step=4, tokens_per_step=96,
+                      pretrain_steps=50, pretrain_until=0.9, eval_every=2, eval_samples=2),
+}
 
 
-def machine() -> dict:
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor()) \
-        if os.path.exists("/proc/cpuinfo") else platform.processor()
-    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": transformers.__version__, "node": node,
-            "trace_alloc_commit": commit, "loadavg_start": os.getloadavg()}
+def machine(processes: int) -> dict:
+    cpu = platform.processor()
+    if os.path.exists("/proc/cpuinfo"):
+        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
+    try:
+        node = subprocess.run([service_command()[0], "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        node = "missing"
+    try:
+        commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:  # no git (the GPU machine): the bundle's commit
+        commit = ""
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"cpu": cpu, "cores": os.cpu_count(), "gpu": gpu, "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "node": node, "trace_alloc_commit": commit or os.environ.get("TRACE_ALLOC_COMMIT", "?"),
+            "loadavg_start": os.getloadavg(), "processes": processes}
 
 
-def summarize(runs: list[dict], samplers: list[str]) -> dict:
-    by = {s: sorted((r for r in runs if r["sampler"] == s), key=lambda r: r["seed"]) for s in samplers}
-    out = {}
-    for s, rs in by.items():
-        points = len(rs[0]["curve"])
-        out[s] = {
-            "final_success": mean_interval([r["final_success"] for r in rs]),
-            "mean_success": mean_interval([r["mean_success"] for r in rs]),
-            "curve": [{"tokens": rs[0]["curve"][i][0], **mean_interval([r["curve"][i][1] for r in rs])} for i in range(points)],
-            "step_s": mean_interval([r["step_s"] for r in rs]),
-            "rollouts_per_step": mean_interval([sum(x["rollouts"] for x in r["steps"]) / len(r["steps"]) for r in rs]),
-            "successes_per_step": mean_interval([sum(x["successes"] for x in r["steps"]) / len(r["steps"]) for r in rs]),
-        }
-        if s.startswith("trace"):
-            out[s]["allocator_share"] = mean_interval([r["allocator_share"] for r in rs])
-            out[s]["allocator_ms_per_step"] = mean_interval([1e3 * r["allocator_s"] for r in rs])
-            if all("root_branches" in r for r in rs):
-                out[s]["root_share"] = mean_interval([r["root_branches"] / r["planned_branches"] for r in rs])
-    diffs = {}
-    for t in [s for s in samplers if s.startswith("trace")]:
-        for base in ("independent", "uniform"):
-            if base in by:
-                for metric in ("final_success", "mean_success"):
-                    diffs["%s - %s, %s" % (t, base, metric)] = paired([r[metric] for r in by[t]], [r[metric] for r in by[base]])
-    return {"samplers": out, "paired_differences": diffs}
-
-
-def _ci(v: dict, scale: float = 1.0, fmt: str = "%.1f") -> str:
-    return (fmt + " [" + fmt + ", " + fmt + "]") % (scale * v["mean"], scale * v["ci95"][0], scale * v["ci95"][1])
-
-
-def summary_markdown(result: dict) -> str:
-    """The committed table: success in %, paired differences in points, 95% t-intervals over seeds."""
-    m, c, a = result["machine"], result["config"], result["allocator"] or {}
-    s = result["summary"]["samplers"]
-    n = next(iter(s.values()))["final_success"]["n"]
-    lines = ["# Tiny GPT-2 on the calculator task: results", "",
-             "`%s` — %d seeds, %d steps × %d generated tokens, %d prompts per step; trace-alloc rule %s, %s." % (
-                 result["command"], n, c["steps"], c["tokens_per_step"], c["prompts_per_step"], a.get("rule"), a.get("transport")),
-             "", "| sampler | final success % | mean success during training % | rollouts / step | successful rollouts / step | step time s | allocator share of step % |",
-             "|---|---|---|---|---|---|---|"]
-    for name, v in s.items():
-        share = _ci(v["allocator_share"], 100) if "allocator_share" in v else "—"
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            name, _ci(v["final_success"], 100), _ci(v["mean_success"], 100), _ci(v["rollouts_per_step"]),
-            _ci(v["successes_per_step"]), _ci(v["step_s"], 1, "%.2f"), share))
-    lines += ["", "Paired differences (same seed, same pre-trained policy), percentage points:", "",
-              "| difference | mean [95% CI] |", "|---|---|"]
-    for k, v in result["summary"]["paired_differences"].items():
-        lines.append("| %s | %s |" % (k, _ci(v, 100, "%+.1f")))
-    lines += ["", "Machine: %s, %d cores, Python %s, torch %s, transformers %s, Node %s; %d processes; load average %.1f at the "
-              "start, %.1f at the end (shared machine); wall %.0f s; trace-alloc commit %s." % (
-                  m["cpu"], m["cores"], m["python"], m["torch"], m["transformers"], m["node"], m["processes"],
-                  m["loadavg_start"][0], m["loadavg_end"][0], m["wall_s"], m["trace_alloc_commit"]), ""]
-    return "\n".join(lines)
+def run_jobs(jobs: list[tuple[dict, list[str], float]], processes: int, done) -> list[dict]:
+    """Seeds in `processes` worker processes (spawned: CUDA and the services start fresh in each);
+    `done(runs)` is called with the runs so far each time a seed finishes."""
+    runs: list[dict] = []
+    if processes > 1 and len(jobs) > 1:
+        with mp.get_context("spawn").Pool(min(processes, len(jobs))) as pool:
+            for rs in pool.imap_unordered(run_seed, jobs, chunksize=1):
+                if rs:
+                    runs += rs
+                    done(runs)
+        return runs
+    for job in jobs:
+        rs = run_seed(job)
+        if rs:
+            runs += rs
+            done(runs)
+    return runs
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--seeds", type=int, default=60)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "results"))
-    ap.add_argument("--smoke", action="store_true", help="1 seed, a few steps (CI)")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="cpu")
+    ap.add_argument("--smoke", action="store_true", help="--profile smoke --seeds 1 (CI)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
+    ap.add_argument("--full-seeds", type=int, default=12, metavar="K",
+                    help="only the first K seeds run every sampler; later seeds run independent and trace only "
+                         "(the comparison the run is sized for)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a Config field (e.g. trace_rollouts_per_tree=2)")
+                    help="override a Config field (e.g. steps=20)")
+    ap.add_argument("--stop-after-s", type=float, default=None,
+                    help="start no seed after this many seconds, except each process's first (seeds in flight finish); "
+                         "the summary counts the seeds done")
     ap.add_argument("--report-only", action="store_true", help="rewrite summary and charts from OUT/results.json")
     args = ap.parse_args()
+    out = Path(args.out)
     if args.report_only:
-        return report(Path(args.out), json.loads((Path(args.out) / "results.json").read_text()))
-    overrides = dict(SMOKE) if args.smoke else {}
+        return report(out, json.loads((out / "results.json").read_text()))
+    if args.smoke:
+        args.profile, args.seeds = "smoke", 1
+    overrides = dict(PROFILES[args.profile])
+    types = {f.name: type(f.default) for f in fields(Config)}
     for item in args.set:
         key, value = item.split("=", 1)
-        overrides[key] = type(getattr(Config(), key))(value)
-    seeds = [args.first_seed] if args.smoke else list(range(args.first_seed, args.first_seed + args.seeds))
+        if key not in types:
+            raise SystemExit("--set: Config has no field %r (fields: %s)" % (key, ", ".join(types)))
+        overrides[key] = value.lower() in ("1", "true", "yes") if types[key] is bool else types[key](value)
     samplers = args.samplers.split(",")
-    info = machine()
+    unknown = [s for s in samplers if s not in SAMPLERS]
+    if unknown:
+        raise SystemExit("--samplers: unknown %s (known: %s)" % (", ".join(unknown), ", ".join(SAMPLERS)))
+    info = machine(args.processes)
     t0 = time.time()
-    jobs = [(asdict(Config(seed=s, **overrides)), samplers) for s in seeds]
-    if args.processes > 1 and len(jobs) > 1:
-        with mp.get_context("spawn").Pool(min(args.processes, len(jobs))) as pool:
-            runs = [r for rs in pool.map(run_seed, jobs, chunksize=1) for r in rs]
-    else:
-        runs = [r for job in jobs for r in run_seed(job)]
-    info["wall_s"] = time.time() - t0
-    info["loadavg_end"] = os.getloadavg()
-    info["processes"] = args.processes
-    trace = next((r for r in runs if r["sampler"].startswith("trace")), None)
+    stop_at = t0 + args.stop_after_s if args.stop_after_s is not None else float("inf")
+    # Every process runs its first seed whatever the clock says (starting the workers can take a
+    # minute on a loaded machine); later seeds start only before the limit.
+    full = args.full_seeds
+    primary = [s for s in samplers if s in PRIMARY]
+    jobs = [(asdict(Config(seed=s, **overrides)), samplers if i < full else primary, stop_at if i >= args.processes else float("inf"))
+            for i, s in enumerate(range(args.first_seed, args.first_seed + args.seeds))]
     result = {
         "command": "python3 examples/llm/run.py " + " ".join(sys.argv[1:]),
+        "profile": args.profile,
         "machine": info,
         "config": jobs[0][0],
-        "allocator": {"transport": trace["transport"], "params": trace["params"], "rule": trace["rule"]} if trace else None,
-        "summary": summarize(runs, samplers),
-        "runs": runs,
+        "seeds_asked": args.seeds,
     }
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-    return report(out, result)
+
+    def write(runs: list[dict], final: bool = False) -> int:
+        """results.json, summary.md and the charts from the seeds finished so far (a run stopped
+        from outside keeps what it had)."""
+        info["wall_s"] = time.time() - t0
+        info["loadavg_end"] = os.getloadavg()
+        trace = next((r for r in runs if r["sampler"] == "trace"), None)
+        result.update(
+            finished=final,
+            allocator={"transport": trace["transport"], "default_rule": trace["rule"]} if trace else None,
+            decoder_gap=max((r["decoder_gap"] for r in runs), default=None),
+            runs=sorted(runs, key=lambda r: (r["seed"], samplers.index(r["sampler"]))),
+        )
+        result["summary"] = summarize(result["runs"], samplers) if runs else None
+        (out / "results.json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
+        return report(out, result, quiet=not final)
+
+    # Stopped from outside (`timeout`): leave through the pool's exit, which ends the workers and
+    # with them their services; the seeds finished so far are already written.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
+    runs = run_jobs(jobs, args.processes, write)
+    return write(runs, final=True)
 
 
-def report(out: Path, result: dict) -> int:
+def report(out: Path, result: dict, quiet: bool = False) -> int:
+    if not result["runs"]:
+        print("no seed finished before --stop-after-s: nothing to report", file=sys.stderr)
+        return 1
     result["summary"] = summarize(result["runs"], list(dict.fromkeys(r["sampler"] for r in result["runs"])))
     write_charts(result, out)
-    (out / "summary.md").write_text(summary_markdown(result))
+    (out / "summary.md").write_text(markdown(result))
+    if quiet:
+        return 0
     for s, v in result["summary"]["samplers"].items():
-        print("%-14s final %.3f [%.3f, %.3f]  mean %.3f [%.3f, %.3f]  step %.2fs%s" % (
+        print("%-16s final %.3f [%.3f, %.3f]  mean %.3f [%.3f, %.3f]  step %.2fs%s" % (
             s, v["final_success"]["mean"], *v["final_success"]["ci95"], v["mean_success"]["mean"], *v["mean_success"]["ci95"],
             v["step_s"]["mean"], "  allocator %.1f%%" % (100 * v["allocator_share"]["mean"]) if "allocator_share" in v else ""))
     for k, v in result["summary"]["paired_differences"].items():
-        print("%-40s %+.3f [%+.3f, %+.3f]" % (k, v["mean"], *v["ci95"]))
+        print("%-48s %+.3f [%+.3f, %+.3f]" % (k, v["mean"], *v["ci95"]))
     print("wall %.0f s, written to %s" % (result["machine"]["wall_s"], out))
     return 0
 

@@ -1,23 +1,28 @@
-"""Three ways to spend one step's token budget on rollout trees.
+"""Ways to spend one step's token budget on rollout trees.
 
 - `IndependentSampler`: GRPO's independent chains, every rollout from the prompt.
 - `UniformSampler`: Tree-GRPO's uniform expansion, a few full chains per prompt, then forks at
   uniformly drawn open nodes, each new branch run to the episode's end.
+- `EntropySampler`: TreeRL's entropy-guided branching (ARPO branches on the same signal): a few
+  full chains per prompt, then forks at the not-yet-forked open nodes whose next turn had the
+  highest token entropy.
 - `TraceSampler`: TRACE through `serve --stdio`: each round the forest is sent, the plan asked
   for, and `branches` new rollouts started at each allocated node, each to the episode's end
   (the plan's `depth` is not used: every rollout must reach a verifiable outcome). With `learn`,
   α and τ are ascended after each step from the gains of the rollouts each round placed.
+
+The tree samplers' settings (2 chains, 2 forks, 2 rollouts per fork) are those of `eval/`, set
+once and not tuned.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import time
 
 import numpy as np
 
-from allocator_client import AllocatorClient
+from allocator_client import AllocatorClient, learner
 from forest import Forest, Grower
 
 
@@ -61,6 +66,36 @@ class UniformSampler:
                 break
 
 
+class EntropySampler:
+    name = "entropy"
+
+    def __init__(self, initial_chains: int = 2, forks: int = 2, per_fork: int = 2):
+        self.initial, self.forks, self.per_fork = initial_chains, forks, per_fork
+
+    @staticmethod
+    def decision_entropy(f: Forest, v: int) -> float:
+        """The entropy of the turns decoded at node v (its children's token entropy, mean over
+        them): EPTree forks where the existing chains were uncertain, i.e. before that turn.
+        A node with no child yet (a cut rollout's end) has no such turn and ranks last."""
+        kids = f.nodes[v].children
+        return sum(f.nodes[c].uncertainty for c in kids) / len(kids) if kids else -1.0
+
+    def grow(self, g: Grower, model) -> None:
+        f = g.forest
+        forked: set[int] = set()
+        g.run(interleave([[r] * self.initial for r in f.roots]))
+        while g.remaining() > 0:
+            picks = []
+            for t in range(len(f.roots)):
+                candidates = [v for v in f.open_nodes(t) if v not in forked] or f.open_nodes(t)
+                # Highest entropy first; ties to the older node, so the order is deterministic.
+                candidates.sort(key=lambda v: (-self.decision_entropy(f, v), v))
+                picks.append([v for v in candidates[: self.forks] for _ in range(self.per_fork)])
+                forked.update(candidates[: self.forks])
+            if g.run(interleave(picks)) == 0:
+                break
+
+
 def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
     """The forest as the columnar arrays of the binary input (one row per node, trees in order)."""
     order = [v for nodes in f.tree_nodes for v in nodes]
@@ -82,32 +117,23 @@ def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
 
 
 class AlphaTauAdam:
-    """SPEC §3 ascent of J = Σ w·y in (ln α, ln τ): Adam, lr 0.05, α ∈ [1e−3, 1e3], τ ∈ [1e−2, 1e2]."""
+    """SPEC §3 ascent of J = Σ w·y in (ln α, ln τ) with the library's learner (trace_alloc.learn:
+    Adam, lr 0.05, α ∈ [1e−3, 1e3], τ ∈ [1e−2, 1e2])."""
 
-    def __init__(self, alpha: float = 1.0, tau: float = 0.5, lr: float = 0.05):
-        self.a, self.b, self.lr = math.log(alpha), math.log(tau), lr
-        self.m = [0.0, 0.0]
-        self.v = [0.0, 0.0]
-        self.t = 0
+    def __init__(self):
+        self.learn = learner()
+        self.state = self.learn.create_learn_state()
 
     @property
     def alpha(self) -> float:
-        return math.exp(self.a)
+        return self.state.alpha
 
     @property
     def tau(self) -> float:
-        return math.exp(self.b)
+        return self.state.tau
 
     def ascend(self, grad: tuple[float, float]) -> None:
-        self.t += 1
-        step = []
-        for i, g in enumerate(grad):
-            self.m[i] = 0.9 * self.m[i] + 0.1 * g
-            self.v[i] = 0.999 * self.v[i] + 0.001 * g * g
-            mh, vh = self.m[i] / (1 - 0.9 ** self.t), self.v[i] / (1 - 0.999 ** self.t)
-            step.append(self.lr * mh / (math.sqrt(vh) + 1e-8))
-        self.a = min(max(self.a + step[0], math.log(1e-3)), math.log(1e3))
-        self.b = min(max(self.b + step[1], math.log(1e-2)), math.log(1e2))
+        self.state = self.learn.ascend(self.state, grad[0], grad[1])
 
 
 def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:
@@ -128,9 +154,8 @@ def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:
 
 
 class TraceSampler:
-    def __init__(self, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False):
-        self.client, self.per_tree, self.learn = client, rollouts_per_tree, learn
-        self.name = "trace-learned" if learn else "trace"
+    def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False):
+        self.name, self.client, self.per_tree, self.learn = name, client, rollouts_per_tree, learn
         self.adam = AlphaTauAdam() if learn else None
         self.allocator_s = 0.0
         self.planned_branches = 0

@@ -1,17 +1,23 @@
 """The tool task: reach a target number with calculator calls, then answer it.
 
 A prompt is `S 3 T 2 4 ;` (start at 3, reach 24). Each agent turn is one call: `ADD k ;` or
-`MUL k ;` (k one digit), which the environment answers with `= v ;` (the new value), or the
-final `ANSWER n ;`. The reward is 1 exactly when the answer equals the current value and the
-target; a malformed turn, a value above 99, or a fifth tool call ends the episode with 0.
-The early calls decide everything (a wrong first MUL overshoots for good) and the turns that
-matter differ by one digit (`ADD 2 ;` vs `ADD 3 ;`): near-identical text, different outcomes.
+`MUL k ;` (k one digit, ADD 1-9, MUL 2-9), which the environment answers with `= v ;` (the new
+value), or the final `ANSWER n ;`. The reward is 1 exactly when the answer equals the current
+value and the target; a malformed or refused turn, a value above 99, or a fifth tool call ends
+the episode with 0.
+
+The turns that matter differ by one digit (`MUL 2 ;` vs `MUL 3 ;`, `ADD 2 ;` vs `ADD 3 ;`):
+near-identical text, different outcomes. Whether a state can still reach the target (`Liveness`)
+says at which turn a failed episode was lost: on large targets a wrong first multiplication
+overshoots for good (decided early), on small ones the first calls are free and the last call
+before the answer decides (decided mid-episode).
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 
 TOKENS = ["<pad>", "<bos>", "S", "T", "ADD", "MUL", "ANSWER", "=", ";"] + [str(d) for d in range(10)]
 PAD, BOS, S, T, ADD, MUL, ANSWER, EQ, END = range(9)
@@ -20,9 +26,17 @@ VOCAB = len(TOKENS)
 
 MAX_TOOL_CALLS = 4
 MAX_TURN_TOKENS = 4  # `ANSWER d d ;`
+MAX_EPISODE_TOKENS = (MAX_TOOL_CALLS + 1) * MAX_TURN_TOKENS  # generated tokens of the longest episode
+# The longest sequence: a prompt (≤ 7 tokens), 5 turns and 4 answers `= v ;` (≤ 4 tokens each), 43; with room.
+MAX_SEQUENCE = 48
 MAX_VALUE = 99
 # The calls transcripts are made of (the model may still write any digit).
 TRANSCRIPT_CALLS = [(ADD, 1), (ADD, 2), (ADD, 3), (MUL, 2), (MUL, 3)]
+# Every call the environment accepts (`ADD 0`, `MUL 0` and `MUL 1` change nothing or erase the
+# value and are refused): no call lowers the value, so an overshoot is final.
+ALL_CALLS = [(ADD, k) for k in range(1, 10)] + [(MUL, k) for k in range(2, 10)]
+# Difficulty = the fewest transcript calls that reach the target.
+DIFFICULTIES = (1, 2, 3)
 
 
 class Tokenizer:
@@ -65,6 +79,11 @@ class Prompt:
     start: int
     target: int
 
+    @property
+    def difficulty(self) -> int | None:
+        """The fewest transcript calls from start to target (None beyond the call limit)."""
+        return fewest_calls(self.start, self.target)
+
 
 @dataclass
 class Turn:
@@ -85,7 +104,7 @@ def step(prompt: Prompt, value: int, calls_so_far: int, turn: list[int]) -> Turn
     n = int("".join(str(d - DIGIT0) for d in digits))
     if head == ANSWER:
         return Turn(True, 1.0 if n == value == prompt.target else 0.0, value, [])
-    if head not in (ADD, MUL) or len(digits) != 1 or calls_so_far >= MAX_TOOL_CALLS:
+    if (head, n) not in ALL_CALLS or len(digits) != 1 or calls_so_far >= MAX_TOOL_CALLS:
         return Turn(True, 0.0, value, [])
     new = apply_call(value, head, n)
     if new > MAX_VALUE:
@@ -97,31 +116,50 @@ def call_tokens(op: int, k: int) -> list[int]:
     return [op, DIGIT0 + k, END]
 
 
-def solutions(start: int, target: int, max_calls: int) -> int:
-    """Call sequences from TRANSCRIPT_CALLS of 1..max_calls calls that end at the target."""
-    count = 0
-    frontier = [start]
-    for _ in range(max_calls):
-        frontier = [apply_call(v, op, k) for v in frontier for op, k in TRANSCRIPT_CALLS]
-        frontier = [v for v in frontier if v <= MAX_VALUE]
-        count += sum(1 for v in frontier if v == target)
-    return count
+@lru_cache(maxsize=None)
+def live(target: int, value: int, calls: int) -> bool:
+    """Whether a state (value, tool calls made) can still end with the reward: the target is
+    reached within the calls left, by any calls the environment accepts."""
+    if value == target:
+        return True
+    if calls >= MAX_TOOL_CALLS:
+        return False
+    return any(live(target, v, calls + 1) for v in {apply_call(value, op, k) for op, k in ALL_CALLS} if v <= MAX_VALUE)
 
 
-def make_prompts(rng: random.Random, count: int) -> list[Prompt]:
-    """Distinct prompts whose target needs at least two calls and is reached by 3 random calls."""
+@lru_cache(maxsize=None)
+def fewest_calls(start: int, target: int, calls: tuple = tuple(TRANSCRIPT_CALLS), limit: int = MAX_TOOL_CALLS) -> int | None:
+    """The fewest calls from `calls` that lead from start to target (None beyond `limit`)."""
+    frontier = {start}
+    for depth in range(1, limit + 1):
+        frontier = {apply_call(v, op, k) for v in frontier for op, k in calls if apply_call(v, op, k) <= MAX_VALUE}
+        if target in frontier:
+            return depth
+    return None
+
+
+def make_prompts(rng: random.Random, count: int, mix: tuple[float, ...] = (0.25, 0.5, 0.25)) -> list[Prompt]:
+    """`count` distinct prompts, `mix[d-1]` of them of difficulty d (largest remainder), each made by
+    random transcript calls from a random start, in a seeded random order."""
+    quotas = [int(count * w) for w in mix]
+    for i in sorted(range(len(mix)), key=lambda i: -(count * mix[i] - quotas[i]))[: count - sum(quotas)]:
+        quotas[i] += 1
     prompts: list[Prompt] = []
     seen = set()
-    while len(prompts) < count:
-        start = rng.randint(1, 9)
-        value = start
-        for _ in range(3):
-            op, k = rng.choice(TRANSCRIPT_CALLS)
-            value = apply_call(value, op, k)
-        if value > MAX_VALUE or (start, value) in seen or solutions(start, value, 1) > 0:
-            continue
-        seen.add((start, value))
-        prompts.append(Prompt(start, value))
+    for difficulty, quota in zip(DIFFICULTIES, quotas):
+        made = 0
+        while made < quota:
+            start = rng.randint(1, 9)
+            value = start
+            for _ in range(difficulty + rng.randint(0, 1)):
+                op, k = rng.choice(TRANSCRIPT_CALLS)
+                value = apply_call(value, op, k)
+            if value > MAX_VALUE or (start, value) in seen or fewest_calls(start, value) != difficulty:
+                continue
+            seen.add((start, value))
+            prompts.append(Prompt(start, value))
+            made += 1
+    rng.shuffle(prompts)
     return prompts
 
 

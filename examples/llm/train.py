@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import resource
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -13,46 +14,75 @@ import torch
 import transformers
 
 from allocator_client import AllocatorClient
-from forest import Forest, Grower
-from model import build_model, pretrain, turn_log_probs
-from samplers import IndependentSampler, TraceSampler, UniformSampler, pack
-from task import Prompt, make_prompts
+from decode import max_logit_gap
+from forest import Forest, Grower, fixed_uniforms, stream_uniforms
+from model import build_model, pretrain, weighted_log_prob
+from samplers import EntropySampler, IndependentSampler, TraceSampler, UniformSampler, pack
+from task import DIFFICULTIES, MAX_EPISODE_TOKENS, Prompt, make_prompts
 
-SAMPLERS = ["independent", "uniform", "trace", "trace-learned"]
+# Every sampler spends `tokens_per_step` generated tokens per step, except the compute-equivalence
+# rows: independent chains with 1.5 and 2 times the tokens.
+SAMPLERS = ["independent", "uniform", "entropy", "trace", "trace-v2", "trace-learned", "independent-1.5x", "independent-2x"]
+TOKEN_MULTIPLIERS = {"independent-1.5x": 1.5, "independent-2x": 2.0}
+# The TRACE rows: the rule each passes to the service (None: the library's default rule).
+TRACE_RULES = {"trace": None, "trace-v2": "v2", "trace-learned": None}
+MAX_DECODER_GAP = 1e-4  # largest logit difference allowed between decode.Decoder and transformers
 
 
 @dataclass
 class Config:
     seed: int = 0
-    steps: int = 30
-    prompt_pool: int = 16  # distinct prompts of the seed (trained on and evaluated on)
+    steps: int = 50
+    prompt_pool: int = 32  # distinct prompts of the seed (trained on and evaluated on)
     prompts_per_step: int = 8
-    tokens_per_step: int = 512  # generated-token budget of one training step
-    pretrain_steps: int = 300
-    learning_rate: float = 3e-4
-    eval_every: int = 5
-    eval_samples: int = 8  # sampled episodes per prompt at each evaluation point
-    trace_rollouts_per_tree: int = 4
+    tokens_per_step: int = 1024  # generated-token budget of one training step
+    pretrain_steps: int = 450
+    # When > 0: pre-training stops at the first check (every 25 steps) where the policy's success
+    # on the seed's prompts reaches this (at most pretrain_steps): a start that is weak but not
+    # saturated whatever the model's size (the GPU profile's larger model learns faster).
+    pretrain_until: float = 0.0
+    learning_rate: float = 5e-4
+    eval_every: int = 10
+    eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
+    trace_rollouts_per_tree: int = 2
+    eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
+    heads: int = 4
+    device: str = "cpu"
 
 
-def seed_setup(cfg: Config):
+def seed_setup(cfg: Config, table: torch.Tensor):
     """The seed's prompts and its pre-trained policy, shared by every sampler (a paired comparison)."""
     prompts = make_prompts(random.Random(cfg.seed * 31 + 1), cfg.prompt_pool)
-    model = build_model(cfg.seed, cfg.layers, cfg.hidden)
+    model = build_model(cfg.seed, cfg.layers, cfg.hidden, cfg.heads).to(cfg.device)
     t0 = time.perf_counter()
-    loss = pretrain(model, cfg.seed, cfg.pretrain_steps)
-    return prompts, model, {"pretrain_loss": loss, "pretrain_s": time.perf_counter() - t0}
+    done = None
+    if cfg.pretrain_until > 0:
+        done = lambda: evaluate(model, prompts, cfg.eval_samples, table)["success"] >= cfg.pretrain_until  # noqa: E731
+    loss, taken = pretrain(model, cfg.seed, cfg.pretrain_steps, done=done)
+    return prompts, model, {"pretrain_loss": loss, "pretrain_steps_taken": taken, "pretrain_s": time.perf_counter() - t0}
 
 
-def evaluate(model, prompts: list[Prompt], samples: int, seed: int) -> float:
-    """Success rate of `samples` sampled episodes per prompt (no budget), own seeded stream."""
+def eval_table(cfg: Config, stream: int = 1) -> torch.Tensor:
+    """The seed's evaluation uniforms (episodes × tokens), the same for every sampler and point;
+    `stream` 2 is the pilot's second, independent set."""
+    gen = torch.Generator().manual_seed(cfg.seed * 7 + stream)
+    return torch.rand(cfg.prompt_pool * cfg.eval_samples, MAX_EPISODE_TOKENS, generator=gen, dtype=torch.float64)
+
+
+def evaluate(model, prompts: list[Prompt], samples: int, table: torch.Tensor) -> dict:
+    """Success of `samples` sampled episodes per prompt (temperature 1, no budget), drawn with the
+    fixed uniforms of `table`: overall and by difficulty."""
     forest = Forest([p for p in prompts for _ in range(samples)])
-    gen = torch.Generator().manual_seed(seed)
-    Grower(forest, model, gen, budget=10 ** 9).run(list(forest.roots))
-    roots = [forest.nodes[r] for r in forest.roots]
-    return sum(n.reward_sum for n in roots) / len(roots)
+    Grower(forest, model, fixed_uniforms(table), budget=10 ** 9, embed=False).run(list(forest.roots))
+    wins = [forest.nodes[r].reward_sum for r in forest.roots]
+    by = {}
+    for d in DIFFICULTIES:
+        mine = [w for w, p in zip(wins, forest.prompts) if p.difficulty == d]
+        if mine:
+            by[str(d)] = sum(mine) / len(mine)
+    return {"success": sum(wins) / len(wins), "by_difficulty": by}
 
 
 def policy_update(model, opt, forest: Forest, prompts: int) -> tuple[float, int]:
@@ -60,57 +90,97 @@ def policy_update(model, opt, forest: Forest, prompts: int) -> tuple[float, int]
     adv = forest.advantages()
     if not adv:
         return 0.0, 0
-    ids = list(adv)
-    seqs = [forest.nodes[i].seq[: forest.nodes[i].span[1]] for i in ids]
+    seqs, weights = forest.carriers(adv)
     model.train()
-    logp = turn_log_probs(model, seqs, [forest.nodes[i].span for i in ids])
-    loss = -(torch.tensor([adv[i] for i in ids]) * logp).sum() / prompts
+    loss = -weighted_log_prob(model, seqs, weights) / prompts
     opt.zero_grad()
     loss.backward()
     opt.step()
     model.eval()
-    return float(loss), len(ids)
+    return float(loss.detach()), len(adv)
+
+
+def tree_metrics(forest: Forest) -> dict:
+    """Sibling groups with ≥ 2 finished children and how many of them are mixed (children's mean
+    outcomes not all equal); the turn at which each failed rollout was lost (its first node from
+    which no continuation can earn the reward), counted by turn 1, 2, ..."""
+    scored = mixed = 0
+    for n in forest.nodes:
+        values = [forest.value(c) for c in n.children if forest.nodes[c].visits]
+        if len(values) >= 2:
+            scored += 1
+            mixed += max(values) > min(values)
+    lost_at: dict[str, int] = {}
+    for leaf, n in enumerate(forest.nodes):
+        if not n.terminal or n.outcome > 0:
+            continue
+        path = []
+        v = leaf
+        while forest.nodes[v].parent >= 0:
+            path.append(v)
+            v = forest.nodes[v].parent
+        first = next(u for u in reversed(path) if forest.lost(u))
+        key = str(forest.nodes[first].depth)
+        lost_at[key] = lost_at.get(key, 0) + 1
+    return {"scored_groups": scored, "mixed_groups": mixed, "lost_at_turn": lost_at}
 
 
 def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
-    if name == "independent":
+    if name.startswith("independent"):
         return IndependentSampler()
     if name == "uniform":
         return UniformSampler(random.Random(cfg.seed * 13 + 5))
-    return TraceSampler(client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned")
+    if name == "entropy":
+        return EntropySampler()
+    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned")
 
 
-def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model) -> dict:
+def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, table: torch.Tensor, first: dict,
+          check_table: torch.Tensor | None = None) -> dict:
+    """One sampler from the seed's pre-trained policy; `first` is that policy's evaluation; with
+    `check_table`, the final policy is evaluated again with those random numbers."""
     model = copy.deepcopy(base_model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
-    gen = torch.Generator().manual_seed(cfg.seed * 1009 + 7)
-    client = AllocatorClient() if sampler_name.startswith("trace") else None
+    uniforms = stream_uniforms(torch.Generator().manual_seed(cfg.seed * 1009 + 7))
+    client = AllocatorClient(TRACE_RULES[sampler_name]) if sampler_name in TRACE_RULES else None
     sampler = make_sampler(sampler_name, cfg, client)
+    budget = int(round(cfg.tokens_per_step * TOKEN_MULTIPLIERS.get(sampler_name, 1.0)))
     used_total = 0
-    curve = [[0, evaluate(model, prompts, cfg.eval_samples, cfg.seed * 7 + 1)]]
+    curve = [[0, first["success"]]]
     per_step = []
-    step_s = 0.0
+    step_s = generate_s = update_s = 0.0
     try:
         for step in range(cfg.steps):
             t0 = time.perf_counter()
             batch = [prompts[(step * cfg.prompts_per_step + i) % len(prompts)] for i in range(cfg.prompts_per_step)]
             forest = Forest(batch)
-            grower = Grower(forest, model, gen, cfg.tokens_per_step)
+            grower = Grower(forest, model, uniforms, budget)
             sampler.grow(grower, model)
+            t1 = time.perf_counter()
             loss, nodes = policy_update(model, opt, forest, len(batch))
-            step_s += time.perf_counter() - t0
+            t2 = time.perf_counter()
+            step_s += t2 - t0
+            update_s += t2 - t1
+            generate_s += grower.generate_s
             used_total += grower.used
+            if grower.used != budget:
+                raise AssertionError("%s spent %d tokens in step %d, not its budget %d" % (sampler_name, grower.used, step, budget))
             successes = sum(1 for n in forest.nodes if n.terminal and n.outcome > 0)
             per_step.append({"tokens": grower.used, "rollouts": grower.started, "finished": grower.finished,
                              "truncated": grower.truncated, "successes": successes, "nodes": len(forest.nodes),
-                             "loss": loss, "update_nodes": nodes,
+                             "batches": grower.runs, "loss": loss, "update_nodes": nodes, **tree_metrics(forest),
                              **({"alpha": sampler.adam.alpha, "tau": sampler.adam.tau} if getattr(sampler, "adam", None) else {})})
             if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
-                curve.append([used_total, evaluate(model, prompts, cfg.eval_samples, cfg.seed * 7 + 1 + step + 1)])
+                last = evaluate(model, prompts, cfg.eval_samples, table)
+                curve.append([used_total, last["success"]])
         result = {"sampler": sampler_name, "seed": cfg.seed, "curve": curve, "final_success": curve[-1][1],
                   "mean_success": sum(c[1] for c in curve[1:]) / max(1, len(curve) - 1),
-                  "tokens_used": used_total, "step_s": step_s / cfg.steps, "steps": per_step,
+                  "start_by_difficulty": first["by_difficulty"], "final_by_difficulty": last["by_difficulty"],
+                  "tokens_per_step": budget, "tokens_used": used_total, "step_s": step_s / cfg.steps,
+                  "generate_s": generate_s / cfg.steps, "update_s": update_s / cfg.steps, "steps": per_step,
                   "loss_finite": all(math.isfinite(s["loss"]) for s in per_step)}
+        if check_table is not None:
+            result["final_success_check"] = evaluate(model, prompts, cfg.eval_samples, check_table)["success"]
         if isinstance(sampler, TraceSampler):
             # One more sync, outside the timed steps: the service must hold the last forest exactly.
             a = pack(forest, model.config.n_embd, "s%d-p" % sampler.steps)
@@ -123,9 +193,8 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model) -> 
                 "root_branches": sampler.root_branches, "launched": sampler.launched,
                 "forests_sent": client.forests_sent, "nodes_sent": client.nodes_sent,
                 "last_forest_nodes": len(forest.nodes), "plan_budget_mismatches": sampler.plan_mismatches,
-                "startup_s": client.startup_s,
-                "transport": client.transport, "params": sampler.params, "rule": sampler.rule,
-                "service_stats": client.stats(),
+                "startup_s": client.startup_s, "transport": client.transport, "params": sampler.params,
+                "rule": sampler.rule, "rule_asked": TRACE_RULES[sampler_name], "service_stats": client.stats(),
             })
         return result
     finally:
@@ -133,18 +202,37 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model) -> 
             client.close()
 
 
-def run_seed(args: tuple[dict, list[str]]) -> list[dict]:
-    """Every sampler on one seed from the same pre-trained policy (one worker process)."""
-    cfg_dict, samplers = args
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the allocator services)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def run_seed(args: tuple[dict, list[str], float]) -> list[dict]:
+    """Every sampler on one seed from the same pre-trained policy (one worker process); nothing
+    when the seed would start after `stop_at` (a `time.time()`)."""
+    cfg_dict, samplers, stop_at = args
+    if time.time() > stop_at:
+        return []
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     cfg = Config(**cfg_dict)
-    prompts, model, info = seed_setup(cfg)
+    table = eval_table(cfg)
+    c0 = _cpu_s()
+    prompts, model, info = seed_setup(cfg, table)
+    info["pretrain_cpu_s"] = _cpu_s() - c0
+    info["decoder_gap"] = max_logit_gap(model)
+    if not info["decoder_gap"] <= MAX_DECODER_GAP:
+        raise AssertionError("seed %d: the decoder's logits differ from the transformers forward pass by %g (> %g)"
+                             % (cfg.seed, info["decoder_gap"], MAX_DECODER_GAP))
+    check = eval_table(cfg, 2) if cfg.eval_check else None
+    first = evaluate(model, prompts, cfg.eval_samples, table)
     out = []
     for name in samplers:
-        t0 = time.perf_counter()
-        r = train(cfg, name, prompts, model)
-        print("seed %d %-13s final success %.3f (%.0f s)" % (cfg.seed, name, r["final_success"], time.perf_counter() - t0),
+        t0, c0 = time.perf_counter(), _cpu_s()
+        r = train(cfg, name, prompts, model, table, first, check)
+        r["wall_s"], r["cpu_s"] = time.perf_counter() - t0, _cpu_s() - c0
+        print("seed %d %-16s final success %.3f (%.0f s)" % (cfg.seed, name, r["final_success"], r["wall_s"]),
               file=sys.stderr, flush=True)
         r.update(info)
         r["config"] = asdict(cfg)

@@ -29,7 +29,7 @@ except ImportError:  # run from a checkout without `pip install ./python`
     import trace_alloc
 from trace_alloc.distributed import global_plan_json
 
-RULES = ("v2", "v1")
+RULES = ("v3", "v2", "v1")
 
 
 def seeded_forest(trees, seed, dim=16):

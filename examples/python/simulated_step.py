@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--dim", type=int, default=8)
     ap.add_argument("--total-budget", type=int, default=64)
-    ap.add_argument("--seed", type=int, default=6)  # a batch whose half-way re-plan stops rollouts early
+    ap.add_argument("--seed", type=int, default=6)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     command = shlex.split(args.cmd) if args.cmd else None
@@ -91,7 +91,9 @@ def main():
             for alloc in tree.allocations:
                 for _ in range(alloc.branches):
                     parent, p = alloc.node, hidden[(tid, alloc.node)]
-                    steps = max(1, min(alloc.depth, rng.randint(1, 3)))
+                    # The episode's own length: every rollout runs to its end (alloc.depth is the
+                    # fork horizon, a hint about where to fork again; this simulation does not need it).
+                    steps = rng.randint(1, 3)
                     new = []
                     e = embeddings[(tid, parent)]
                     for s in range(steps):

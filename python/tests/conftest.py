@@ -69,3 +69,27 @@ def require_pyarrow() -> None:
     if os.environ.get("TRACE_ALLOC_REQUIRE_PYARROW") == "1":
         pytest.fail("pyarrow is required here (TRACE_ALLOC_REQUIRE_PYARROW=1) but not installed")
     pytest.skip("pyarrow is not installed")
+
+
+def require_torch():
+    """torch, or a skip; a failure where TRACE_ALLOC_REQUIRE_TORCH=1 (CI installs it)."""
+    try:
+        import torch
+    except ImportError:
+        if os.environ.get("TRACE_ALLOC_REQUIRE_TORCH") == "1":
+            pytest.fail("torch is required here (TRACE_ALLOC_REQUIRE_TORCH=1) but not installed")
+        pytest.skip("torch is not installed")
+    return torch
+
+
+def require_trl():
+    """trl (with torch and transformers), or a skip; a failure where TRACE_ALLOC_REQUIRE_TRL=1."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        import trl
+    except ImportError as err:
+        if os.environ.get("TRACE_ALLOC_REQUIRE_TRL") == "1":
+            pytest.fail("trl, torch and transformers are required here (TRACE_ALLOC_REQUIRE_TRL=1): %s" % err)
+        pytest.skip("trl is not installed (%s)" % err)
+    return trl

@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -20,6 +21,7 @@ from ._columns import (ArrayLike, NpzPayload, StreamedPayload, arrow_table, chec
 from ._deadline import Deadline
 from ._errors import TraceAllocError
 from ._plan import Plan
+from ._values import TreeValues
 
 __all__ = ["DEFAULT_TIMEOUT", "Service", "find_command"]
 
@@ -29,19 +31,59 @@ __all__ = ["DEFAULT_TIMEOUT", "Service", "find_command"]
 DEFAULT_TIMEOUT = 300.0
 
 
+# The Node runtime a platform wheel carries (`npm run build:wheel`): Node, the built CLI, its
+# runtime node_modules. Absent from a wheel built without it and from a source checkout.
+_RUNTIME = Path(__file__).resolve().parent / "_runtime"
+_INSTALL_HINT = ("install the trace-alloc wheel built for this platform (it bundles Node and the service: "
+                 "`npm run build:wheel` in a trace-alloc checkout), or install Node.js >= 20 and "
+                 "`npm install -g trace-alloc`, or set TRACE_ALLOC_BIN to a trace-alloc executable or its dist/cli/main.js")
+
+
+def _bundled() -> Optional[List[str]]:
+    """The bundled `node` and `main.js`, when this package carries the runtime."""
+    node = _RUNTIME / ("node.exe" if os.name == "nt" else "node")
+    main = _RUNTIME / "app" / "dist" / "cli" / "main.js"
+    if not (node.is_file() and main.is_file()):
+        return None
+    if not os.access(str(node), os.X_OK):
+        raise TraceAllocError("service_error", "the bundled Node runtime %s is not executable (the installer dropped its "
+                              "mode bits): reinstall the wheel with pip, or chmod +x it" % node)
+    return [str(node), str(main)]
+
+
+def _node_for(script: Path) -> List[str]:
+    """`node script`: Node from PATH, else the bundled one; a TraceAllocError naming what to install when neither exists."""
+    node = shutil.which("node")
+    if node is None:
+        bundled = _bundled()
+        if bundled is None:
+            raise TraceAllocError("service_error", "found %s but no `node` on PATH to run it: install Node.js >= 20, or %s"
+                                  % (script, _INSTALL_HINT))
+        node = bundled[0]
+    return [node, str(script)]
+
+
 def find_command() -> List[str]:
     """The `trace-alloc` executable, as a command line (without `serve --stdio`):
 
     1. `$TRACE_ALLOC_BIN`: a path to the `trace-alloc` executable, or to `dist/cli/main.js`
        (run with `node`);
-    2. `trace-alloc` on `PATH` (an `npm install -g trace-alloc`, or `node_modules/.bin` on PATH);
-    3. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
+    2. the runtime this package carries (the platform wheel: its own Node and CLI);
+    3. `trace-alloc` on `PATH` (an `npm install -g trace-alloc`, or `node_modules/.bin` on PATH);
+    4. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
        (`npm run build` there first);
-    4. `npx --no-install trace-alloc` (a project with trace-alloc in its node_modules).
+    5. `node_modules/trace-alloc/dist/cli/main.js` above the current folder (a Node project
+       that depends on trace-alloc).
+
+    Nothing found raises `TraceAllocError` (`service_error`) saying what to install; nothing is
+    downloaded (no `npx`).
     """
     env = os.environ.get("TRACE_ALLOC_BIN")
     if env:
-        return ["node", env] if env.endswith((".js", ".mjs")) else [env]
+        return _node_for(Path(env)) if env.endswith((".js", ".mjs")) else [env]
+    bundled = _bundled()
+    if bundled:
+        return bundled
     on_path = shutil.which("trace-alloc")
     if on_path:
         return [on_path]
@@ -49,11 +91,12 @@ def find_command() -> List[str]:
         for folder in (start, *start.parents):
             main = folder / "dist" / "cli" / "main.js"
             if main.is_file() and (folder / "package.json").is_file():
-                return ["node", str(main)]
-    if shutil.which("npx"):
-        return ["npx", "--no-install", "trace-alloc"]
-    raise TraceAllocError("service_error", "cannot find trace-alloc: set TRACE_ALLOC_BIN to its executable "
-                          "(or to dist/cli/main.js), or put trace-alloc on PATH")
+                return _node_for(main)
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        main = folder / "node_modules" / "trace-alloc" / "dist" / "cli" / "main.js"
+        if main.is_file():
+            return _node_for(main)
+    raise TraceAllocError("service_error", "cannot find the trace-alloc service: " + _INSTALL_HINT)
 
 
 def _first_non_finite(value: Any, path: str) -> Optional[tuple]:
@@ -366,13 +409,72 @@ class Service:
     def scores(self, trees: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return self.request("scores", trees=None if trees is None else list(trees))
 
+    def values(self, trees: Optional[Sequence[str]] = None) -> List[TreeValues]:
+        """Each listed tree (default: every live tree, in tree order) as the service holds it now:
+        parent, mean reward, visits, uncertainty and terminal per node (no embeddings), so a
+        trainer that backs rollouts up with `finish_rollout` keeps no second copy of its trees."""
+        result = self.request("values", trees=None if trees is None else list(trees))
+        return [TreeValues.from_json(t) for t in result["trees"]]
+
+    def pipeline(self, requests: Sequence[Mapping[str, Any]]) -> List[Any]:
+        """Sends several requests without waiting for each answer (one round trip instead of one
+        per request) and returns their results in order. Each request is a dict with "op" and its
+        fields. The service handles them strictly in order, so every request before a rejected one
+        has taken effect and every one after it is still handled; the first rejection is raised
+        (a `TraceAllocError`) once every answer has been read."""
+        bodies: List[bytes] = []
+        rids: List[int] = []
+        for fields in requests:
+            rid = next(self._ids)
+            rids.append(rid)
+            body = {"id": rid}
+            body.update({k: v for k, v in fields.items() if v is not None})
+            try:
+                bodies.append(json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain).encode("utf-8") + b"\n")
+            except ValueError:
+                raise _non_finite_error(str(fields.get("op")), body) from None
+            except TypeError as err:
+                raise TraceAllocError("invalid_request", "%s: %s" % (fields.get("op"), err)) from None
+        failure: List[BaseException] = []
+
+        def write_all() -> None:
+            # A thread, so that answers filling the service's output pipe can never block its input.
+            try:
+                for line in bodies:
+                    self._write(line)
+            except BaseException as err:  # noqa: BLE001 - handed to the caller below
+                failure.append(err)
+
+        replies = []
+        with self._within_timeout("pipeline"):
+            writer = threading.Thread(target=write_all, daemon=True)
+            writer.start()
+            try:
+                for _ in bodies:
+                    replies.append(self._read_reply())
+            finally:
+                writer.join()
+        if failure:
+            raise failure[0]
+        results = []
+        first_error: Optional[TraceAllocError] = None
+        for rid, reply in zip(rids, replies):
+            try:
+                results.append(self._finish(rid, reply))
+            except TraceAllocError as err:
+                results.append(None)
+                first_error = first_error or err
+        if first_error is not None:
+            raise first_error
+        return results
+
     def stats(self) -> Dict[str, Any]:
         return self.request("stats")
 
     def set_params(self, alpha: Optional[float] = None, tau: Optional[float] = None, rule: Optional[str] = None) -> Dict[str, Any]:
-        """Changes α, τ and/or the rule ("v2", the default, or "v1"); every group is re-scored."""
-        if rule is not None and rule not in ("v1", "v2"):
-            raise TraceAllocError("invalid_options", 'rule must be "v1" or "v2", got %r' % (rule,), field="rule")
+        """Changes α, τ and/or the rule ("v3", the default, "v2" or "v1"); every group is re-scored."""
+        if rule is not None and rule not in ("v1", "v2", "v3"):
+            raise TraceAllocError("invalid_options", 'rule must be "v1", "v2" or "v3", got %r' % (rule,), field="rule")
         return self.request("set-params", alpha=alpha, tau=tau, rule=rule)
 
     # -- lifetime ------------------------------------------------------------------------------

@@ -6,7 +6,10 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 @dataclass(frozen=True)
 class Allocation:
-    """New rollouts start `branches` times from `node` and may run `depth` steps."""
+    """`branches` new rollouts start from `node`. Under the default rule each runs to the end of
+    its episode and `depth` is the fork horizon: the steps below `node` within which the new
+    branch is worth forking again (a trainer may use it to skip fork candidates, or ignore it);
+    under rule v1 `depth` is the number of steps each new rollout takes (docs/ALGORITHM.md, "Depth")."""
     node: int
     branches: int
     depth: int
@@ -47,7 +50,7 @@ class TreePlan:
 class Params:
     alpha: float
     tau: float
-    #: "v2" (the default rule) or "v1"; None from a service too old to say.
+    #: "v3" (the default rule), "v2" or "v1"; None from a service too old to say.
     rule: Optional[str] = None
 
 

@@ -4,6 +4,8 @@ import { liveNodes, splitGroups, type GroupSplit } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
 import { LargestRemainder } from './rounding.js';
 import { flowClaimsV2 } from './v2.js';
+import { ContestFlowScratch, contestFlowRows, flowContestV3, splitGroupsV3 } from './v3.js';
+import { logPriority } from './priority.js';
 import { OptionError } from '../util/errors.js';
 
 /** A plan in packed form: per-tree and per-row arrays aligned with the `PackedForest`. */
@@ -19,7 +21,7 @@ export interface Allocation {
   readonly mass: Float64Array;
   /** b_v: whole rollouts to start at each row. */
   readonly branches: Int32Array;
-  /** Depth limit of the new rollouts at each row with branches > 0 (0 elsewhere). */
+  /** Depth of each row with branches > 0 (0 elsewhere): v2 and v3, the fork horizon; v1, the steps the new rollouts take. */
   readonly depth: Int32Array;
   /** ψ_v, priority relative to a uniform split along the path from the root. */
   readonly priority: Float64Array;
@@ -31,7 +33,7 @@ export interface Allocation {
 
 /**
  * Scores → rollouts per node, depths and early stops (docs/ALGORITHM.md, "Allocation"), under
- * rule v2 (default) or v1. Pure; allocates its outputs only.
+ * rule v3 (default), v2 or v1. Pure; allocates its outputs only.
  */
 export function allocate(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): Allocation {
   assertPackedForest(forest);
@@ -43,12 +45,12 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
   const { weight, intensity } = scores;
   assertFiniteScores(forest, scores);
   const live = liveNodes(forest);
-  const split = splitGroups(forest, weight, live, opts.pruneRatio);
+  const split = opts.rule === 'v3' ? splitGroupsV3(forest, weight, live, opts.pruneRatio) : splitGroups(forest, weight, live, opts.pruneRatio);
 
   const treeBudget = new Float64Array(treeCount);
   let unallocatedTotal = 0;
   if (opts.totalBudget !== undefined) {
-    unallocatedTotal = splitGlobalBudget(forest, intensity, live, opts.totalBudget, opts.minPerTree, opts.treeFloor, treeBudget);
+    unallocatedTotal = splitGlobalBudget(forest, treeSignals(forest, intensity, opts.rule), live, opts.totalBudget, opts.minPerTree, opts.treeFloor, treeBudget);
   } else {
     const b = opts.budget;
     if (typeof b !== 'number' && b.length !== treeCount) throw new OptionError(`budget has ${b.length} entries for ${treeCount} trees`);
@@ -64,10 +66,20 @@ export function allocate(forest: PackedForest, scores: Scores, options: Allocate
 
   const mass = new Float64Array(nodeCount);
   const unallocated = new Float64Array(treeCount);
-  if (opts.rule === 'v2') {
-    const reach = new Uint8Array(nodeCount);
+  if (opts.rule === 'v3') {
+    const rows = contestFlowRows(forest, weight, intensity);
+    const scratch = new ContestFlowScratch();
+    const settings = { contestGain: opts.contestGain, forkKeep: opts.forkKeep };
     for (let t = 0; t < treeCount; t++) {
-      const placed = live[treeOffset[t]] === 1 && flowClaimsV2(forest, t, treeBudget[t], split, live, intensity, opts.contestGain, priority, reach, mass);
+      const placed = flowContestV3(rows, treeOffset[t], treeOffset[t + 1], treeBudget[t], split.kept, live, settings, scratch, mass);
+      if (!placed) unallocated[t] = treeBudget[t];
+    }
+  } else if (opts.rule === 'v2') {
+    const reach = new Uint8Array(nodeCount);
+    let logPsi: Float64Array | undefined;
+    const lazyLogPsi = () => (logPsi ??= logPriority(forest, weight));
+    for (let t = 0; t < treeCount; t++) {
+      const placed = live[treeOffset[t]] === 1 && flowClaimsV2(forest, t, treeBudget[t], split, live, intensity, opts.contestGain, priority, reach, mass, lazyLogPsi);
       if (!placed) unallocated[t] = treeBudget[t];
     }
   } else {
@@ -130,31 +142,50 @@ function flowV1(
 }
 
 /**
+ * Each tree's evidence for the global split, S_t in Q_t = q0 + S_t. v1, v2: the mean intensity
+ * of its groups with k ≥ 2 (0 without one). v3: the intensity of the root's group (0 when the
+ * root has fewer than two children) — how much its fresh rollouts disagree.
+ */
+export function treeSignals(forest: PackedForest, intensity: Scores['intensity'], rule: ResolvedAllocateOptions['rule']): Float64Array {
+  const { treeCount, treeOffset, treeGroupOffset, groupOffset, childGroup } = forest;
+  const out = new Float64Array(treeCount);
+  for (let t = 0; t < treeCount; t++) {
+    if (rule === 'v3') {
+      const g = childGroup[treeOffset[t]];
+      out[t] = g >= 0 && groupOffset[g + 1] - groupOffset[g] >= 2 ? intensity[g] : 0;
+      continue;
+    }
+    let sum = 0, count = 0;
+    for (let g = treeGroupOffset[t]; g < treeGroupOffset[t + 1]; g++) {
+      if (groupOffset[g + 1] - groupOffset[g] >= 2) { sum += intensity[g]; count++; }
+    }
+    out[t] = count > 0 ? sum / count : 0;
+  }
+  return out;
+}
+
+/**
  * Global budget: each live tree gets μ plus a share of the rest proportional to
- * Q_t = q0 + mean intensity of its groups with k >= 2 (q0: 1e-3 under v1, 0.25 by default
- * under v2); whole numbers by largest remainder across trees. Returns what could not be
- * placed (all of it when no tree is live).
+ * Q_t = q0 + S_t (`treeSignals`; q0: 1e-3 under v1, 0.25 by default under v2 and v3); whole
+ * numbers by largest remainder across trees. Returns what could not be placed (all of it when
+ * no tree is live).
  */
 function splitGlobalBudget(
   forest: PackedForest,
-  intensity: Scores['intensity'],
+  signal: Float64Array,
   live: Uint8Array,
   total: number,
   minPerTree: number,
   treeFloor: number,
   out: Float64Array,
 ): number {
-  const { treeCount, treeOffset, treeGroupOffset, groupOffset } = forest;
+  const { treeCount, treeOffset } = forest;
   const q = new Float64Array(treeCount);
   let liveTrees = 0, qSum = 0;
   for (let t = 0; t < treeCount; t++) {
     if (!live[treeOffset[t]]) continue;
     liveTrees++;
-    let sum = 0, count = 0;
-    for (let g = treeGroupOffset[t]; g < treeGroupOffset[t + 1]; g++) {
-      if (groupOffset[g + 1] - groupOffset[g] >= 2) { sum += intensity[g]; count++; }
-    }
-    q[t] = treeFloor + (count > 0 ? sum / count : 0);
+    q[t] = treeFloor + signal[t];
     qSum += q[t];
   }
   if (total < minPerTree * liveTrees) {

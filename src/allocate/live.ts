@@ -2,7 +2,7 @@ import type { PackedForest } from '../forest/packed.js';
 import type { RealArray } from '../score/types.js';
 
 /**
- * live(v) = open(v) or some child of v is live (SPEC §4). Parents precede children, so one
+ * live(v) = open(v) or some child of v is live (docs/ALGORITHM.md §4). Parents precede children, so one
  * reverse pass over the rows settles every node.
  */
 export function liveNodes(forest: PackedForest): Uint8Array {

@@ -1,13 +1,13 @@
 import { OptionError } from '../util/errors.js';
 
-/** The allocation rule: 'v2' (the default) or 'v1' (kept for reproducibility). See docs/ALGORITHM.md. */
-export type Rule = 'v1' | 'v2';
-export const RULES: readonly Rule[] = ['v1', 'v2'];
-export const DEFAULT_RULE: Rule = 'v2';
+/** The allocation rule: 'v3' (the default), 'v2' or 'v1' (kept exactly for reproducibility). See docs/ALGORITHM.md. */
+export type Rule = 'v1' | 'v2' | 'v3';
+export const RULES: readonly Rule[] = ['v1', 'v2', 'v3'];
+export const DEFAULT_RULE: Rule = 'v3';
 
 /** Allocation settings (docs/ALGORITHM.md, "Allocation"). Every field is optional. */
 export interface AllocateOptions {
-  /** 'v2' (default) or 'v1'. Defaults to the rule the scores were computed with. */
+  /** 'v3' (default), 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
   rule?: Rule;
   /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
   budget?: number | ArrayLike<number>;
@@ -19,9 +19,17 @@ export interface AllocateOptions {
   pruneRatio?: number;
   /** v1 only. λ ∈ [0, 1]: share of an open node's mass kept at the node, scaled by the group intensity. Default 0.5. */
   widen?: number;
-  /** v2 only. κ >= 0: how much a contested fork raises its own node's claim, a = 1 + κ·I. Default 4. */
+  /**
+   * v2 and v3. κ >= 0: how strongly a contested fork draws budget. v2: an open node heading a fork
+   * claims 1 + κ·I. v3: a contested fork emits κ·ψ·I. Default 4.
+   */
   contestGain?: number;
-  /** v2 only. q0 > 0: every live tree's floor in the global split, Q_t = q0 + mean intensity. Default 0.25 (v1 uses 1e-3). */
+  /** v3 only. η ∈ [0, 1]: the part of a contested fork's emission kept at the fork itself; the rest goes down to its children. Default 0.25. */
+  forkKeep?: number;
+  /**
+   * v2 and v3. q0 > 0: every live tree's floor in the global split. v2: Q_t = q0 + mean intensity of
+   * its forks, default 0.25; v3: Q_t = q0 + the intensity of its root's fork, default 1 (v1 uses 1e-3).
+   */
   treeFloor?: number;
   /** D0 (integer >= 1): depth of a node with uniform priority. Default 4. */
   baseDepth?: number;
@@ -41,6 +49,7 @@ export interface ResolvedAllocateOptions {
   pruneRatio: number;
   widen: number;
   contestGain: number;
+  forkKeep: number;
   treeFloor: number;
   baseDepth: number;
   depthGain: number;
@@ -51,19 +60,25 @@ export interface ResolvedAllocateOptions {
 export const DEFAULT_BUDGET = 16;
 
 export const DEFAULT_CONTEST_GAIN = 4;
+export const DEFAULT_FORK_KEEP = 0.25;
 export const DEFAULT_TREE_FLOOR_V2 = 0.25;
+/** v3's q0: with Q_t = q0 + I_root ∈ [1, 2), a tree whose fresh rollouts disagree gets at most twice the share of one whose rollouts agree. */
+export const DEFAULT_TREE_FLOOR_V3 = 1;
 /** v1's Q_t floor. */
 export const TREE_FLOOR_V1 = 1e-3;
 
 export function resolveAllocateOptions(options: AllocateOptions = {}, scoredRule?: Rule): ResolvedAllocateOptions {
   const rule = options.rule ?? scoredRule ?? DEFAULT_RULE;
-  check(rule === 'v1' || rule === 'v2', "rule must be 'v1' or 'v2'", rule);
+  check(rule === 'v1' || rule === 'v2' || rule === 'v3', "rule must be 'v1', 'v2' or 'v3'", rule);
   if (scoredRule !== undefined && rule !== scoredRule) throw new OptionError(`rule ${rule} does not match the scores, which were computed with rule ${scoredRule}`);
   const contestGain = options.contestGain ?? DEFAULT_CONTEST_GAIN;
-  const treeFloor = options.treeFloor ?? (rule === 'v1' ? TREE_FLOOR_V1 : DEFAULT_TREE_FLOOR_V2);
+  const treeFloor = options.treeFloor ?? (rule === 'v1' ? TREE_FLOOR_V1 : rule === 'v2' ? DEFAULT_TREE_FLOOR_V2 : DEFAULT_TREE_FLOOR_V3);
   check(Number.isFinite(contestGain) && contestGain >= 0 && contestGain <= 1e6, 'contestGain must be a number in [0, 1e6]', contestGain);
   check(Number.isFinite(treeFloor) && treeFloor > 0 && treeFloor <= 1e6, 'treeFloor must be a number in (0, 1e6]', treeFloor);
   if (rule === 'v1' && options.treeFloor !== undefined && options.treeFloor !== TREE_FLOOR_V1) throw new OptionError(`treeFloor is fixed at ${TREE_FLOOR_V1} under rule v1`);
+  const forkKeep = options.forkKeep ?? DEFAULT_FORK_KEEP;
+  check(Number.isFinite(forkKeep) && forkKeep >= 0 && forkKeep <= 1, 'forkKeep must be a number in [0, 1]', forkKeep);
+  if (rule !== 'v3' && options.forkKeep !== undefined) throw new OptionError(`forkKeep is a rule v3 setting; rule ${rule} has none`);
   const pruneRatio = options.pruneRatio ?? 0.5;
   const widen = options.widen ?? 0.5;
   const baseDepth = options.baseDepth ?? 4;
@@ -86,7 +101,7 @@ export function resolveAllocateOptions(options: AllocateOptions = {}, scoredRule
   } else {
     for (let t = 0; t < budget.length; t++) check(isBudget(budget[t]), `budget[${t}] must be an integer in [0, ${MAX_WHOLE}]`, budget[t]);
   }
-  return { rule, budget, totalBudget: options.totalBudget, minPerTree, pruneRatio, widen, contestGain, treeFloor, baseDepth, depthGain, minDepth, maxDepth };
+  return { rule, budget, totalBudget: options.totalBudget, minPerTree, pruneRatio, widen, contestGain, forkKeep, treeFloor, baseDepth, depthGain, minDepth, maxDepth };
 }
 
 /** Branch counts and depths are stored as Int32, so budgets and depths stop at 2³¹ − 1. */

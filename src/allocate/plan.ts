@@ -6,7 +6,7 @@ export interface NodeAllocation { node: number; branches: number; depth: number 
 export interface NodeScore { node: number; contrast: number; weight: number; gradAlpha: number; gradTau: number }
 export interface GroupScore { parent: number; intensity: number }
 
-/** One tree of the plan file (SPEC §5). `scores` and `groups` appear only when asked for. */
+/** One tree of the plan file (docs/ALGORITHM.md §5). `scores` and `groups` appear only when asked for. */
 export interface TreePlan {
   id: string;
   budget: number;
@@ -18,8 +18,8 @@ export interface TreePlan {
 }
 
 export interface PlanJson {
-  /** α, τ and the rule (v2 or v1) that made the plan. */
-  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' };
+  /** α, τ and the rule (v3, v2 or v1) that made the plan. */
+  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' | 'v3' };
   /** Global budget mode only: the total and what no live tree could take. */
   totalBudget?: number;
   unallocated?: number;
@@ -64,7 +64,7 @@ export function assertFinitePlan(plan: PlanJson): PlanJson {
   return plan;
 }
 
-/** Builds the SPEC §5 plan object. Node numbers are tree-local indices. */
+/** Builds the docs/ALGORITHM.md §5 plan object. Node numbers are tree-local indices. */
 export function planToJson(forest: PackedForest, scores: Scores, allocation: Allocation, options: { includeScores?: boolean } = {}): PlanJson {
   assertPackedForest(forest);
   const { treeOffset, groupOffset, groupParent, treeGroupOffset } = forest;

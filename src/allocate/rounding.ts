@@ -1,5 +1,5 @@
 /**
- * Largest-remainder rounding (SPEC §4) of the non-negative reals `x[lo..hi)` that sum to
+ * Largest-remainder rounding (docs/ALGORITHM.md §4) of the non-negative reals `x[lo..hi)` that sum to
  * `total`: every item gets ⌊x⌋, then the remaining units go one each to the items with x > 0
  * in order of larger fractional part, ties to the smaller index. If float error leaves more
  * units than eligible items, the order is walked again, so the result always sums to `total`.

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
-import { allocate, type Allocation } from './allocate.js';
+import { allocate, treeSignals, type Allocation } from './allocate.js';
 import { liveNodes } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type Rule } from './options.js';
 import { LargestRemainder } from './rounding.js';
@@ -31,19 +31,15 @@ export interface ShardShares {
 export function globalBudgetShares(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): ShardShares {
   assertPackedForest(forest);
   const opts = resolveAllocateOptions({ ...options, budget: undefined, totalBudget: undefined }, scores.params.rule);
-  const { treeCount, treeOffset, treeGroupOffset, groupOffset } = forest;
+  const { treeCount, treeOffset } = forest;
   if (scores.intensity.length !== forest.groupCount) throw new RangeError(`scores do not match the forest (${scores.intensity.length} intensities for ${forest.groupCount} groups)`);
   const liveRows = liveNodes(forest);
+  const signal = treeSignals(forest, scores.intensity, opts.rule);
   const live: number[] = new Array(treeCount);
   const q: number[] = new Array(treeCount);
   for (let t = 0; t < treeCount; t++) {
     live[t] = liveRows[treeOffset[t]];
-    if (live[t] === 0) { q[t] = 0; continue; }
-    let sum = 0, count = 0;
-    for (let g = treeGroupOffset[t]; g < treeGroupOffset[t + 1]; g++) {
-      if (groupOffset[g + 1] - groupOffset[g] >= 2) { sum += scores.intensity[g]; count++; }
-    }
-    q[t] = opts.treeFloor + (count > 0 ? sum / count : 0);
+    q[t] = live[t] === 0 ? 0 : opts.treeFloor + signal[t];
   }
   const sizes = Array.from({ length: treeCount }, (_, t) => treeOffset[t + 1] - treeOffset[t]);
   return { rule: opts.rule, treeFloor: opts.treeFloor, live, q, fingerprint: shareFingerprint(opts.rule, opts.treeFloor, forest.treeIds, sizes, live, q) };

@@ -2,9 +2,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allocate, type Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
-import { createScorer } from '../score/select.js';
+import { createScorer } from '../backend/select.js';
 import type { Scores } from '../score/types.js';
 import { generateForest } from '../synth/generate.js';
+import { depthMeaning } from '../viz/depth.js';
 import { writeTreeView } from '../viz/write.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, SCORE_FLAG_HELP } from './help.js';
@@ -101,7 +102,7 @@ function summarize(forest: PackedForest, scores: Scores, allocation: Allocation,
   }
   lines.push('');
   lines.push(`  budget    ${fmt(budget)} rollouts: ${fmt(placed)} placed at ${fmt(starts)} nodes, ${fmt(unallocated + allocation.unallocatedTotal)} unallocated`);
-  lines.push(`  depth     mean ${(depthSum / Math.max(1, placed)).toFixed(2)} steps per new rollout`);
+  lines.push(`  depth     mean ${(depthSum / Math.max(1, placed)).toFixed(2)} (${depthMeaning(allocation.options.rule).tooltip})`);
   lines.push(`  pruned    ${fmt(pruned)} branches stopped early (${((100 * pruned) / Math.max(1, children)).toFixed(1)}% of children)`);
   // Rollouts placed anywhere under each node, to show where a contested fork's budget went.
   const below = Float64Array.from(allocation.branches);

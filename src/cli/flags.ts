@@ -1,7 +1,7 @@
 import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { LoadOptions } from '../forest/load.js';
-import type { Backend } from '../score/select.js';
+import type { Backend } from '../backend/select.js';
 import type { ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
 
@@ -68,8 +68,9 @@ export const SCORE_FLAGS = {
   tau: 'number',
   'prune-ratio': 'number',
   widen: 'number',
-  rule: ['v1', 'v2'],
+  rule: ['v1', 'v2', 'v3'],
   'contest-gain': 'number',
+  'fork-keep': 'number',
   'tree-floor': 'number',
   'base-depth': 'int',
   'depth-gain': 'number',
@@ -109,10 +110,12 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('widen', (x) => x >= 0 && x <= 1, 'in [0, 1]');
   check('contest-gain', (x) => x >= 0 && x <= 1e6, 'in [0, 1e6]');
   check('tree-floor', (x) => x > 0 && x <= 1e6, 'in (0, 1e6]');
+  check('fork-keep', (x) => x >= 0 && x <= 1, 'in [0, 1]');
   const rule = (values.rule as Rule | undefined) ?? DEFAULT_RULE;
-  if (rule === 'v1' && (num('contest-gain') !== undefined || num('tree-floor') !== undefined)) throw new UsageError('--contest-gain and --tree-floor belong to --rule v2');
+  if (rule === 'v1' && (num('contest-gain') !== undefined || num('tree-floor') !== undefined)) throw new UsageError('--contest-gain and --tree-floor belong to --rule v2 and v3');
+  if (rule !== 'v3' && num('fork-keep') !== undefined) throw new UsageError(`--fork-keep belongs to --rule v3 (the rule is ${rule})`);
   const notices: string[] = [];
-  if (rule === 'v2' && num('widen') !== undefined) notices.push('--widen is a --rule v1 setting and has no effect under v2 (v2 widens contested forks through --contest-gain)');
+  if (rule !== 'v1' && num('widen') !== undefined) notices.push(`--widen is a --rule v1 setting and has no effect under ${rule} (${rule} widens contested forks through --contest-gain)`);
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
@@ -120,6 +123,7 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   const allocate: AllocateOptions = {
     rule,
     contestGain: num('contest-gain'),
+    forkKeep: num('fork-keep'),
     treeFloor: num('tree-floor'),
     budget: num('budget'),
     totalBudget: num('total-budget'),

@@ -1,4 +1,4 @@
-import { DEFAULT_BUDGET, DEFAULT_CONTEST_GAIN, DEFAULT_RULE, DEFAULT_TREE_FLOOR_V2, resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_BUDGET, DEFAULT_CONTEST_GAIN, DEFAULT_FORK_KEEP, DEFAULT_RULE, DEFAULT_TREE_FLOOR_V2, DEFAULT_TREE_FLOOR_V3, resolveAllocateOptions } from '../allocate/options.js';
 import { DEFAULT_PARAMS } from '../score/types.js';
 import { DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_INFLATED_BYTES } from '../forest/limits.js';
 import type { FlagDefs, FOREST_FLAGS, SCORE_FLAGS } from './flags.js';
@@ -38,15 +38,16 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   alpha: { value: 'A', default: String(DEFAULT_PARAMS.alpha), meaning: 'contrast damping α > 0' },
   tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0' },
   'prune-ratio': { value: 'R', default: String(allocateDefaults.pruneRatio), meaning: 'stop siblings whose weight is below R × the best, R in [0, 1)' },
-  rule: { default: DEFAULT_RULE, meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (kept for reproducibility)' },
-  'contest-gain': { value: 'K', default: String(DEFAULT_CONTEST_GAIN), meaning: 'v2: an open node heading a fork claims 1 + K × the fork\'s intensity, K >= 0' },
-  'tree-floor': { value: 'Q', default: String(DEFAULT_TREE_FLOOR_V2), meaning: 'v2, with --total-budget: every live tree\'s weight is Q + its mean intensity, Q > 0' },
+  rule: { default: DEFAULT_RULE, meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v3, or v2 and v1 (each kept exactly for reproducibility)' },
+  'contest-gain': { value: 'K', default: String(DEFAULT_CONTEST_GAIN), meaning: 'v3: a contested fork draws K × ψ × its intensity beside the root\'s fresh share of 1; v2: an open node heading a fork claims 1 + K × the fork\'s intensity; K >= 0' },
+  'fork-keep': { value: 'E', default: String(DEFAULT_FORK_KEEP), meaning: 'v3: the part of a contested fork\'s draw that starts new siblings at the fork itself (the rest goes down its kept children), E in [0, 1]' },
+  'tree-floor': { value: 'Q', default: `${DEFAULT_TREE_FLOOR_V3} (v2: ${DEFAULT_TREE_FLOOR_V2})`, meaning: 'v3 and v2, with --total-budget: every live tree\'s weight is Q + its evidence (v3: the intensity of its root\'s fork; v2: its mean intensity), Q > 0' },
   widen: { value: 'L', default: String(allocateDefaults.widen), meaning: "v1 only: share of an open node's mass kept at it, scaled by its fork's intensity, L in [0, 1]" },
-  'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'depth of a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X); v1: steps a rollout takes, v2: steps within which the new branch may fork again (it runs to the end)' },
+  'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'the plan\'s depth at a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X): the fork horizon, steps below the node within which the new branch may fork again (rollouts run to the end); under --rule v1, the steps a rollout takes' },
   'depth-gain': { value: 'G', default: String(allocateDefaults.depthGain), meaning: 'how strongly priority ψ stretches depth' },
-  'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth a plan gives' },
+  'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth (fork horizon) a plan gives' },
   threads: { value: 'N', default: 'available parallelism', meaning: 'CPU scoring threads (small forests stay on one); results are the same for any N' },
-  backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU), auto (GPU if an adapter exists)' },
+  backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU, any adapter), auto (the GPU when a hardware adapter exists, else the CPU: never a CPU-emulated adapter such as lavapipe)' },
 };
 
 /** The forest-reading flags shared by `score`, `viz` and `serve`. */

@@ -11,8 +11,9 @@ import { checkOutputPath, writeResult } from './output.js';
 export const SCORE_COMMAND = defineCommand({
   name: 'score',
   operands: 'FILE|-',
-  summary: `Reads a forest (JSON or JSON Lines; - for standard input), scores every sibling group and
-writes the allocation plan as JSON (docs/ALGORITHM.md, 'Allocation'). --budget and
+  summary: `Reads a forest (JSON, JSON Lines, .npz or Arrow IPC, told apart by extension or first
+bytes; - for standard input), scores every sibling group and writes the allocation plan as
+JSON (docs/ALGORITHM.md, 'Allocation'). --budget and
 --total-budget exclude each other. Exit 0 ok, 2 bad input or flags (one line on stderr naming
 the tree, the node and the field), 1 internal error; nothing is written when anything fails.`,
   flags: { ...SCORE_FLAGS, ...FOREST_FLAGS, scores: 'boolean', out: 'string' },
@@ -55,7 +56,7 @@ export async function runScore(argv: readonly string[]): Promise<number> {
     early?.destroy();
     throw err;
   }
-  const scorer = early ?? await (await import('../score/select.js')).createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = early ?? await (await import('../backend/select.js')).createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);

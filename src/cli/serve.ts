@@ -2,6 +2,7 @@ import { constants } from 'node:buffer';
 import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
+import { DEFAULT_RULE, type Rule } from '../allocate/options.js';
 import { FrameReader } from './lines.js';
 import { maxGroupSizeFlag, maxInflatedBytesFlag, parseFlags, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP } from './help.js';
@@ -18,12 +19,12 @@ export const SERVE_COMMAND = defineCommand({
   operands: '--stdio',
   summary: `Keeps one live forest and answers JSON Lines requests on stdin with one JSON line each on
 stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan, scores,
-stats, set-params, and add-columns: a columnar batch as raw bytes after its header line).
+stats, set-params, values, and add-columns: a columnar batch as raw bytes after its header line).
 Errors are responses ({"ok": false, "error": {"code", "message"}}), never
 an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
 Protocol: docs/PROTOCOL.md.`,
-  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2'],
+  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2', 'v3'],
     'max-request-bytes': 'int', 'max-batch-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', threads: 'int' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
@@ -31,7 +32,7 @@ Protocol: docs/PROTOCOL.md.`,
     dim: { value: 'N', default: 'taken from the first tree added', meaning: 'embedding dimension of the live forest' },
     alpha: { value: 'A', default: String(DEFAULT_PARAMS.alpha), meaning: "contrast damping α > 0 (set-params changes it later)" },
     tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0 (set-params changes it later)' },
-    rule: { default: 'v2', meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v2, or v1 (set-params changes it later)' },
+    rule: { default: DEFAULT_RULE, meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v3, or v2 and v1 (kept exactly; set-params changes it later)' },
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
     'max-batch-bytes': { value: 'N', default: `${MAX_BATCH_BYTES_LIMIT} (what one buffer can hold)`, meaning: "longest add-columns payload in bytes; a longer one is answered with a request_too_large error carrying the request's id, then skipped unread" },
     threads: { value: 'N', default: 'available parallelism', meaning: 'CPU threads for large re-scores on the cpu backend (a batch of new trees, new α/τ); small ones stay on one; plans are the same for any N' },
@@ -60,7 +61,7 @@ export async function runServe(argv: string[]): Promise<number> {
   const session = new LiveSession({
     backend: (values.backend as 'auto' | 'gpu' | 'cpu' | undefined) ?? 'auto',
     ...(dim !== undefined ? { dim } : {}),
-    params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as 'v1' | 'v2' | undefined) ?? 'v2' },
+    params: { ...(values.alpha !== undefined ? { alpha: values.alpha as number } : {}), ...(values.tau !== undefined ? { tau: values.tau as number } : {}), rule: (values.rule as Rule | undefined) ?? DEFAULT_RULE },
     allowUnknownFields: values['allow-unknown-fields'] === true,
     maxGroupSize: maxGroupSizeFlag(values),
     ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}),

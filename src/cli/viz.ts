@@ -4,7 +4,7 @@ import { allocate } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
-import { createScorer } from '../score/select.js';
+import { createScorer } from '../backend/select.js';
 import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
 import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
 import { writeTreeSvg, writeTreeView } from '../viz/write.js';

@@ -1,4 +1,4 @@
-/** One agent step of a rollout tree, as a caller or a file gives it (SPEC §1). */
+/** One agent step of a rollout tree, as a caller or a file gives it (docs/ALGORITHM.md §1). */
 export interface NodeInput {
   /** Index of the parent node; -1 (or omitted) for the root, otherwise 0 <= parent < this node. */
   parent?: number;

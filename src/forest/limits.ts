@@ -1,6 +1,6 @@
 import { OptionError } from '../util/errors.js';
 import { ForestError } from './errors.js';
-import type { PackedForest } from './packed.js';
+import type { PackedForest } from './layout.js';
 
 /**
  * Default cap on the children of one node for the CLI and `serve` (`--max-group-size`).

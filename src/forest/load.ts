@@ -40,7 +40,7 @@ export function parseColumnarForest(bytes: Uint8Array, source: string, format = 
 }
 
 /**
- * Parses forest text (SPEC §5) and packs it. Without a format, a text that is one JSON object
+ * Parses forest text (docs/ALGORITHM.md §5) and packs it. Without a format, a text that is one JSON object
  * with `trees` is JSON and anything else is JSON Lines. `NaN`/`Infinity` tokens, which Python's
  * `json` module writes by default, parse as numbers so that validation rejects them with the
  * tree, node and field named rather than a bare syntax error.

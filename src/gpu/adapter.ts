@@ -69,8 +69,11 @@ export async function defaultGpu(): Promise<GPU> {
   return dawn;
 }
 
+/** WebGPU's `GPUPowerPreference`, spelled out so the public declarations need no WebGPU type alias. */
+export type PowerPreference = 'low-power' | 'high-performance';
+
 /** Requests an adapter; `GpuUnavailableError` when there is none. */
-export async function requestGpuAdapter(gpu?: GPU, powerPreference: GPUPowerPreference = 'high-performance'): Promise<GPUAdapter> {
+export async function requestGpuAdapter(gpu?: GPU, powerPreference: PowerPreference = 'high-performance'): Promise<GPUAdapter> {
   const nav = gpu ?? (await defaultGpu());
   let adapter: GPUAdapter | null;
   try {

@@ -17,7 +17,7 @@ export class BindGroupCache {
   reused = 0;
 
   constructor(
-    private readonly device: Pick<GPUDevice, 'createBindGroup'>,
+    private readonly device: GPUDevice,
     private readonly layout: GPUBindGroupLayout,
     /** Largest storage binding (bytes): a pooled buffer may be larger than what can be bound at once. */
     private readonly maxStorageBinding: number,

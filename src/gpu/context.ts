@@ -1,4 +1,4 @@
-import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter } from './adapter.js';
+import { adapterIdentity, adapterName, cpuEmulationReason, requestGpuAdapter, type PowerPreference } from './adapter.js';
 import { GpuDeviceLostError, GpuUnavailableError, GpuValidationError } from './errors.js';
 import { PARAMS_BYTES, STAGE_LANES, TILE_ROWS } from './layout.js';
 import { BindGroupCache } from './bind-groups.js';
@@ -13,7 +13,7 @@ export interface GpuContextOptions {
   gpu?: GPU;
   /** An adapter already requested (and judged) by the caller; `gpu` and `powerPreference` are then unused. */
   adapter?: GPUAdapter;
-  powerPreference?: GPUPowerPreference;
+  powerPreference?: PowerPreference;
   /** Workgroup sizes (powers of two) overriding `KERNEL_WORKGROUP` — for tuning measurements. */
   workgroupSizes?: Partial<Record<KernelName, number>>;
 }

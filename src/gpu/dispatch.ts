@@ -223,7 +223,7 @@ function prepareJob(ctx: GpuContext, pipes: Pipelines, dim: number, job: ChunkJo
 
   const S = GPUBufferUsage;
   const held: GPUBuffer[] = [];
-  const acquire = (size: number, usage: GPUBufferUsageFlags, label: string) => {
+  const acquire = (size: number, usage: number, label: string) => {
     const b = pool.acquire(size, usage, label, job.affinity);
     held.push(b);
     return b;

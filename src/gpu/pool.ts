@@ -31,7 +31,7 @@ export class BufferPool {
   private stats: PoolStats = { inUseBytes: 0, idleBytes: 0, peakInUseBytes: 0, created: 0, destroyed: 0 };
 
   constructor(
-    private readonly device: Pick<GPUDevice, 'createBuffer' | 'limits'>,
+    private readonly device: GPUDevice,
     private readonly minIdleBytes = 64 * 2 ** 20,
     /** Called before the pool destroys one of its buffers (the bind group cache forgets it). */
     private readonly onDestroy: (buffer: GPUBuffer) => void = () => {},
@@ -48,7 +48,7 @@ export class BufferPool {
    * when it is idle, so the same call on the same chunk gets the same buffers — and finds its
    * bind group and work lists from last time still valid — however calls interleaved.
    */
-  acquire(size: number, usage: GPUBufferUsageFlags, label: string, affinity?: object): GPUBuffer {
+  acquire(size: number, usage: number, label: string, affinity?: object): GPUBuffer {
     const rounded = roundSize(size, this.device.limits.maxBufferSize);
     // The label is part of the key: a buffer serves one role only (work lists, features, …), so
     // what a role remembers of its buffer's contents (dispatch.ts's work lists) stays true.

@@ -16,8 +16,9 @@ export interface GpuScorerOptions extends GpuContextOptions {
 }
 
 /**
- * SPEC §2 on WebGPU. One scorer owns (or borrows) a `GpuContext`; calls may overlap. Scores
- * are float32 (`backend: 'gpu'`), within the SPEC tolerances of the float64 reference.
+ * The scoring of docs/ALGORITHM.md §2 on WebGPU. One scorer owns (or borrows) a `GpuContext`; calls may
+ * overlap. Scores are float32 (`backend: 'gpu'`), within the tolerances of docs/ALGORITHM.md §6 of
+ * the float64 reference.
  */
 export class GpuScorer implements Scorer {
   readonly backend = 'gpu' as const;

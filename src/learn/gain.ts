@@ -2,7 +2,7 @@ import { ForestError } from '../forest/errors.js';
 import type { PackedForest } from '../forest/packed.js';
 
 /**
- * Per-row gains y_i (SPEC §3). `has[row]` is 1 where the row got a gain; roots and children
+ * Per-row gains y_i (docs/ALGORITHM.md §3). `has[row]` is 1 where the row got a gain; roots and children
  * with too few new rollouts have none and are left out of the objective.
  */
 export interface Gains {
@@ -14,7 +14,7 @@ export interface Gains {
 export const MIN_NEW_ROLLOUTS = 2;
 
 /**
- * The default gain of SPEC §3: `y_i = 4·p̂_i(1 − p̂_i)`, the normalized outcome variance of the
+ * The default gain of docs/ALGORITHM.md §3: `y_i = 4·p̂_i(1 − p̂_i)`, the normalized outcome variance of the
  * new rollouts that went into child `i`'s subtree (1 when half of them succeed, 0 when all agree).
  *
  * @param forest the forest that was scored to place the rollouts

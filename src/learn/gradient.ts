@@ -2,7 +2,7 @@ import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import type { Gains } from './gain.js';
 
-/** J(a, b) = Σ w_i·y_i and its exact gradient in log space (SPEC §3). */
+/** J(a, b) = Σ w_i·y_i and its exact gradient in log space (docs/ALGORITHM.md §3). */
 export interface ObjectiveGradient {
   /** J: the expected gain of the allocation. */
   objective: number;

@@ -14,7 +14,7 @@ export interface LearnStepResult {
 }
 
 /**
- * One SPEC §3 update: J's gradient from the scores that placed this step's rollouts and the
+ * One docs/ALGORITHM.md §3 update: J's gradient from the scores that placed this step's rollouts and the
  * gains those rollouts produced, then a bounded ascent step. Several scored batches of one
  * training step (several forests) can be combined by summing their gradients and calling
  * `ascend` once.

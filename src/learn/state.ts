@@ -1,6 +1,6 @@
 import { DEFAULT_PARAMS, resolveParams, type ScoreParams } from '../score/types.js';
 
-/** Bounds of SPEC §3, in natural space. */
+/** Bounds of docs/ALGORITHM.md §3, in natural space. */
 export const ALPHA_RANGE: readonly [number, number] = Object.freeze([1e-3, 1e3]) as readonly [number, number];
 export const TAU_RANGE: readonly [number, number] = Object.freeze([1e-2, 1e2]) as readonly [number, number];
 
@@ -59,7 +59,7 @@ export function resolveLearnOptions(options: LearnOptions = {}): ResolvedLearnOp
   return o;
 }
 
-/** A fresh state at `params` (default α = 1, τ = 0.5), clamped into the SPEC §3 ranges. */
+/** A fresh state at `params` (default α = 1, τ = 0.5), clamped into the docs/ALGORITHM.md §3 ranges. */
 export function createLearnState(params: Partial<ScoreParams> = DEFAULT_PARAMS, options: LearnOptions = {}): LearnState {
   const p = resolveParams(params);
   return {

@@ -1,6 +1,6 @@
 import { GpuContext } from '../gpu/context.js';
 import { checkThreads } from '../score/threads.js';
-import { chooseAutoBackend, type Backend } from '../score/select.js';
+import { chooseAutoBackend, type Backend } from '../backend/select.js';
 import { checkMaxGroupSize } from '../forest/limits.js';
 import { GpuUnavailableError } from '../gpu/errors.js';
 import type { ScoreParams } from '../score/types.js';
@@ -9,7 +9,7 @@ import { LiveForest } from './forest.js';
 import { GpuLiveBackend, type GpuLiveOptions } from './gpu.js';
 
 export interface CreateLiveForestOptions {
-  /** Embedding dimension of every node (SPEC §1). */
+  /** Embedding dimension of every node (docs/ALGORITHM.md §1). */
   dim: number;
   /** `cpu` (float64 reference), `gpu` (WebGPU, forest resident on the device), or `auto`. Default `auto`. */
   backend?: Backend;

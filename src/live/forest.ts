@@ -5,10 +5,10 @@ import type { PackedForest } from '../forest/packed.js';
 import { GpuDeviceLostError } from '../gpu/errors.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import type { LiveBackend } from './backend.js';
-import { LivePlanner, type LivePlanOptions, type LivePlanSummary } from './plan.js';
+import { LivePlanner, reportedSettings, type LivePlanOptions, type LivePlanSummary } from './plan.js';
 import { LiveStore, type NodeUpdate } from './store.js';
 import { checkGathered, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
-import { resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { OptionError } from '../util/errors.js';
 import { liveShares, type ShareOptions } from './shards.js';
 
@@ -30,12 +30,24 @@ export interface LiveStats {
   replannedTrees: number;
 }
 
+/** One tree's node fields, each array indexed by node (length: the tree's size). */
+export interface TreeValues {
+  /** Tree-local parent index, -1 for the root. */
+  parent: number[];
+  /** Mean reward of the finished rollouts through the node (or the value last set by `update`). */
+  reward: number[];
+  /** Finished rollouts through the node. */
+  visits: number[];
+  uncertainty: number[];
+  terminal: boolean[];
+}
+
 /**
  * A forest that changes while it is being planned: trees join and leave, nodes are appended,
  * rollouts finish and feed rewards back. Each change marks the sibling groups it affects;
  * `rescore()` scores only those, and `plan()` re-allocates only the trees whose scores,
  * liveness or budget changed. Scores and plans always equal a from-scratch `score` +
- * `allocate` of the same forest (within SPEC tolerances on the GPU).
+ * `allocate` of the same forest (within the tolerances of docs/ALGORITHM.md §6 on the GPU).
  *
  * Mutations are synchronous and atomic (validated first, a `LiveError` names the tree, node
  * and field); scoring is asynchronous because the GPU backend is.
@@ -57,7 +69,7 @@ export class LiveForest {
   /**
    * `fallback`: with `backend: 'auto'`, a backend to finish on when the GPU device is lost
    * (every group is then re-scored there once, and `onNotice` says so). `allowUnknownFields`:
-   * trees and nodes may carry fields SPEC §1 does not define (ignored); otherwise they are refused.
+   * trees and nodes may carry fields docs/ALGORITHM.md §1 does not define (ignored); otherwise they are refused.
    */
   constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void; allowUnknownFields?: boolean } = {}) {
     this.store = new LiveStore(dim, { allowUnknownFields: recovery.allowUnknownFields === true });
@@ -214,7 +226,7 @@ export class LiveForest {
     return count;
   }
 
-  /** Re-scores what changed, then re-allocates what changed (SPEC §4). */
+  /** Re-scores what changed, then re-allocates what changed (docs/ALGORITHM.md §4). */
   async plan(options: LivePlanOptions = {}): Promise<LivePlanSummary> {
     this.planner.check(options, this.params.rule); // a rejected plan must not re-score or count anything
     await this.rescore();
@@ -233,7 +245,7 @@ export class LiveForest {
   async globalShares(options: ShareOptions = {}): Promise<ShardShares> {
     resolveAllocateOptions({ ...options, rule: this.params.rule }); // a bad q0 re-scores nothing
     await this.rescore();
-    return liveShares(this.store, this.params.rule ?? 'v2', options);
+    return liveShares(this.store, this.params.rule ?? DEFAULT_RULE, options);
   }
 
   /**
@@ -250,7 +262,7 @@ export class LiveForest {
     checkGathered(gathered);
     if (!Number.isInteger(shardIndex) || shardIndex < 0 || shardIndex >= gathered.length) throw new OptionError(`shard index must be an integer in [0, ${gathered.length - 1}], got ${String(shardIndex)}`);
     const entry = gathered[shardIndex];
-    const now = liveShares(this.store, this.params.rule ?? 'v2', options);
+    const now = liveShares(this.store, this.params.rule ?? DEFAULT_RULE, options);
     if (this.dirtyGroupCount > 0 || entry.fingerprint !== now.fingerprint) {
       throw new StaleSharesError(`shares[${shardIndex}] do not match this shard's trees as they are now (fingerprint ${String(entry.fingerprint)}, now ${this.dirtyGroupCount > 0 ? 'changed, scores pending' : now.fingerprint}): the trees changed after phase 1; run phase 1 again`);
     }
@@ -262,10 +274,10 @@ export class LiveForest {
     const { totalBudget: _total, ...settings } = rest;
     const summary = await this.plan({ ...settings, budget: perTree });
     this.sharded = { totalBudget: opts.totalBudget, unallocated: unallocatedTotal };
-    return { ...summary, options: opts, unallocatedTotal };
+    return { ...summary, options: reportedSettings(opts), unallocatedTotal };
   }
 
-  /** SPEC §5 plan of one tree, from the last `plan()`. */
+  /** docs/ALGORITHM.md §5 plan of one tree, from the last `plan()`. */
   treePlan(treeId: string, options: { includeScores?: boolean } = {}): TreePlan {
     if (!this.planned) throw new Error('no plan yet: call plan() first');
     const s = this.store;
@@ -283,7 +295,7 @@ export class LiveForest {
     return assertFiniteTreePlan(tree);
   }
 
-  /** The whole SPEC §5 plan (or the listed trees), from the last `plan()`. */
+  /** The whole docs/ALGORITHM.md §5 plan (or the listed trees), from the last `plan()`. */
   planJson(options: { includeScores?: boolean; trees?: readonly string[] } = {}): PlanJson {
     const ids = options.trees ?? this.treeIds();
     const plan: PlanJson = { params: { ...this.params }, trees: ids.map((id) => this.treePlan(id, options)) };
@@ -313,6 +325,29 @@ export class LiveForest {
     }
     assertFiniteTreePlan({ id: treeId, budget: 0, unallocated: 0, allocations: [], pruned: [], scores, groups });
     return { scores, groups };
+  }
+
+  /**
+   * The node fields of one tree as they are now, one entry per node in node order (no
+   * embeddings): `reward` is the mean reward backed up by `finishRollout` (or set by `update`),
+   * `visits` the finished rollouts through the node. A trainer reads its values back here
+   * instead of keeping a second copy of every tree.
+   */
+  treeValues(treeId: string): TreeValues {
+    const s = this.store;
+    const slot = s.slotOf(treeId);
+    const lo = s.slotStart[slot], n = s.slotSize[slot];
+    const parent: number[] = new Array(n), reward: number[] = new Array(n), visits: number[] = new Array(n);
+    const uncertainty: number[] = new Array(n), terminal: boolean[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = lo + i;
+      parent[i] = s.parentRow[r] < 0 ? -1 : s.parentRow[r] - lo;
+      reward[i] = s.reward[r];
+      visits[i] = s.visits[r];
+      uncertainty[i] = s.uncertainty[r];
+      terminal[i] = s.terminal[r] === 1;
+    }
+    return { parent, reward, visits, uncertainty, terminal };
   }
 
   stats(): LiveStats {

@@ -2,21 +2,35 @@ import { isBudget, MAX_WHOLE, resolveAllocateOptions, type AllocateOptions, type
 import { OptionError } from '../util/errors.js';
 import { largestRemainder } from '../allocate/rounding.js';
 import { claimOf } from '../allocate/v2.js';
+import { ContestFlowScratch, flowContestV3 } from '../allocate/v3.js';
 import { describeValue } from '../forest/errors.js';
 import type { LiveStore } from './store.js';
 
 /** A tree changed by new scores in more groups than this is re-planned from scratch (see `plan`). */
 const PARTIAL_GROUPS = 3;
 
-/** Allocation settings of a live plan: SPEC §4, with per-tree budgets keyed by tree id. */
+/** Allocation settings of a live plan: docs/ALGORITHM.md §4, with per-tree budgets keyed by tree id. */
 export interface LivePlanOptions extends Omit<AllocateOptions, 'budget'> {
   /** One budget for every tree, or one per tree id (every live tree must be listed). Default 16. */
   budget?: number | Readonly<Record<string, number>>;
 }
 
 /** What one `plan()` call did. The allocation itself is read through the live forest. */
+/**
+ * The settings a live plan used: `resolveAllocateOptions`'s, without `widen` under rule v2
+ * (it is v1's kept fraction and has no effect there, so echoing it misled).
+ */
+export type LivePlanSettings = Omit<ResolvedAllocateOptions, 'widen'> & { readonly widen?: number };
+
+/** The settings to report for `opts`: `widen` only under v1. */
+export function reportedSettings(opts: ResolvedAllocateOptions): LivePlanSettings {
+  if (opts.rule === 'v1') return opts;
+  const { widen: _v1Only, ...settings } = opts;
+  return settings;
+}
+
 export interface LivePlanSummary {
-  readonly options: ResolvedAllocateOptions;
+  readonly options: LivePlanSettings;
   /** Global budget mode: what no live tree could take (all of it when none is live). */
   readonly unallocatedTotal: number;
   /** Trees whose allocation was recomputed by this call, in tree order. */
@@ -24,7 +38,7 @@ export interface LivePlanSummary {
 }
 
 /**
- * Incremental SPEC §4 allocation. Trees are independent given their budget, so a tree is
+ * Incremental docs/ALGORITHM.md §4 allocation. Trees are independent given their budget, so a tree is
  * re-planned only when its scores, liveness or budget changed; the global budget split is
  * recomputed every time (O(trees)) because every tree's share depends on all of them.
  * When only a few of a tree's groups were re-scored (the common case: feedback arrives),
@@ -59,6 +73,8 @@ export class LivePlanner {
   private readonly position: number[] = [];
   /** Depth-first stack of `reflowSubtree`. */
   private stack = new Int32Array(64);
+  /** Working memory of v3's flow. */
+  private readonly contestScratch = new ContestFlowScratch();
 
   constructor(private readonly store: LiveStore) {}
 
@@ -108,7 +124,7 @@ export class LivePlanner {
     const store = this.store;
     if (perTree !== undefined) for (const slot of store.treeOrder) treeBudget(perTree, store.slotId[slot]);
     if (opts.totalBudget !== undefined && opts.totalBudget < opts.minPerTree * store.treeOrder.length) {
-      // A tree is live unless every one of its nodes is terminal (SPEC §4 liveness).
+      // A tree is live unless every one of its nodes is terminal (docs/ALGORITHM.md §4 liveness).
       let liveTrees = 0;
       for (const slot of store.treeOrder) {
         const lo = store.slotStart[slot], hi = lo + store.slotSize[slot];
@@ -124,8 +140,8 @@ export class LivePlanner {
     const order = store.treeOrder;
     const T = order.length;
     const { opts, perTree } = resolveLiveOptions(options, scoredRule);
-    const key = `${opts.rule},${opts.pruneRatio},${opts.widen},${opts.contestGain},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
-    const v2 = opts.rule === 'v2';
+    const key = `${opts.rule},${opts.pruneRatio},${opts.widen},${opts.contestGain},${opts.forkKeep},${opts.baseDepth},${opts.depthGain},${opts.minDepth},${opts.maxDepth}`;
+    const v2 = opts.rule === 'v2', v3 = opts.rule === 'v3';
     if (key !== this.lastKey) for (const slot of order) store.planDirty[slot] = 1;
     const planDirty = store.planDirty;
 
@@ -145,11 +161,11 @@ export class LivePlanner {
       if (p < 0) continue;
       const slot = rowTree[p];
       if (planDirty[slot] !== 2) { resplit[i] = -1; continue; }
-      // Under v2 every claim of a tree shares one normalizer, so a re-scored group changes the whole tree.
-      if (groupsOf[slot] > PARTIAL_GROUPS || v2) planDirty[slot] = 1;
+      // Under v2 and v3 every claim of a tree shares one normalizer, so a re-scored group changes the whole tree.
+      if (groupsOf[slot] > PARTIAL_GROUPS || v2 || v3) planDirty[slot] = 1;
       groupsOf[slot] = 0;
       if (planDirty[slot] === 1) { resplit[i] = -1; continue; }
-      this.splitGroup(p, opts.pruneRatio);
+      this.splitGroup(p, opts.pruneRatio, false);
       this.statsStale[slot] = 1;
     }
 
@@ -158,8 +174,8 @@ export class LivePlanner {
     const global = opts.totalBudget !== undefined;
     if (global) {
       for (const slot of order) {
-        if (planDirty[slot] === 1) this.refreshTree(slot, opts.pruneRatio);
-        if (this.statsStale[slot]) this.groupStats(slot);
+        if (planDirty[slot] === 1) this.refreshTree(slot, opts.pruneRatio, v3);
+        if (this.statsStale[slot]) this.groupStats(slot, v3);
       }
     }
     if (this.budgets.length < T) {
@@ -195,8 +211,9 @@ export class LivePlanner {
       const slot = order[t];
       const dirty = planDirty[slot] !== 0;
       if (!dirty && this.lastBudget[slot] === budgets[t]) continue;
-      if (planDirty[slot] === 1 && !global) this.refreshTree(slot, opts.pruneRatio);
-      if (v2) this.flowTreeV2(slot, budgets[t], opts.contestGain);
+      if (planDirty[slot] === 1 && !global) this.refreshTree(slot, opts.pruneRatio, v3);
+      if (v3) this.flowTreeV3(slot, budgets[t], opts);
+      else if (v2) this.flowTreeV2(slot, budgets[t], opts.contestGain);
       else if (planDirty[slot] !== 2 || this.lastBudget[slot] !== budgets[t]) this.flowTree(slot, budgets[t], widen);
       this.finishTree(slot, budgets[t], opts);
       store.planDirty[slot] = 0;
@@ -206,7 +223,7 @@ export class LivePlanner {
     this.lastKey = key;
     this.lastOptions = opts;
     this.lastUnallocatedTotal = unallocatedTotal;
-    return { options: opts, unallocatedTotal, replanned };
+    return { options: reportedSettings(opts), unallocatedTotal, replanned };
   }
 
   /**
@@ -215,10 +232,10 @@ export class LivePlanner {
    * does liveness and the split together: a row's children come after it, so they are settled
    * by the time the pass reaches it.
    */
-  private refreshTree(slot: number, pruneRatio: number): void {
+  private refreshTree(slot: number, pruneRatio: number, v3: boolean): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
-    const { live, terminal, childStart, childCount, child, weight, kept, pruned } = s;
+    const { live, terminal, childStart, childCount, child, weight, kept, pruned, visits } = s;
     for (let v = hi - 1; v >= lo; v--) {
       const k = childCount[v];
       if (k === 0) { live[v] = terminal[v] ? 0 : 1; continue; }
@@ -226,50 +243,62 @@ export class LivePlanner {
       let anyLive = false, wStar = -Infinity;
       for (let q = start; q < end; q++) {
         const c = child[q];
-        if (live[c]) { anyLive = true; if (weight[c] > wStar) wStar = weight[c]; }
+        // v3: the bar is set by the live children some finished rollout went through.
+        if (live[c]) { anyLive = true; if (weight[c] > wStar && (!v3 || visits[c] > 0)) wStar = weight[c]; }
       }
       live[v] = anyLive || !terminal[v] ? 1 : 0;
-      this.markKept(v, start, end, wStar, pruneRatio);
+      this.markKept(v, start, end, wStar, pruneRatio, v3);
     }
     kept[lo] = 0; pruned[lo] = 0; // the root is in no group
     this.statsStale[slot] = 1;
   }
 
   /** The kept/pruned split of one group whose children's liveness is settled. */
-  private splitGroup(v: number, pruneRatio: number): void {
-    const { live, childStart, childCount, child, weight } = this.store;
+  private splitGroup(v: number, pruneRatio: number, v3: boolean): void {
+    const { live, childStart, childCount, child, weight, visits } = this.store;
     const start = childStart[v], end = start + childCount[v];
     let wStar = -Infinity;
     for (let q = start; q < end; q++) {
       const c = child[q];
-      if (live[c] && weight[c] > wStar) wStar = weight[c];
+      if (live[c] && weight[c] > wStar && (!v3 || visits[c] > 0)) wStar = weight[c];
     }
-    this.markKept(v, start, end, wStar, pruneRatio);
+    this.markKept(v, start, end, wStar, pruneRatio, v3);
   }
 
-  /** Kept/pruned marks of the children `child[start..end)` of `v`, given the best live weight `wStar`. */
-  private markKept(v: number, start: number, end: number, wStar: number, pruneRatio: number): void {
-    const { live, child, weight, kept, pruned, keptWeight, keptCount } = this.store;
+  /**
+   * Kept/pruned marks of the children `child[start..end)` of `v`, given the bar's best weight
+   * `wStar` (v1, v2: over the live children; v3: over the live visited ones, and an unvisited
+   * live child is always kept).
+   */
+  private markKept(v: number, start: number, end: number, wStar: number, pruneRatio: number, v3: boolean): void {
+    const { live, child, weight, kept, pruned, keptWeight, keptCount, visits } = this.store;
     let sum = 0, count = 0;
-    if (wStar === -Infinity) {
+    if (wStar === -Infinity && !v3) {
       for (let q = start; q < end; q++) { const c = child[q]; kept[c] = 0; pruned[c] = 0; }
     } else {
-      const threshold = pruneRatio * wStar;
+      const threshold = wStar === -Infinity ? -Infinity : pruneRatio * wStar;
       for (let q = start; q < end; q++) {
         const c = child[q];
         if (!live[c]) { kept[c] = 0; pruned[c] = 0; continue; }
-        if (weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
+        if ((v3 && visits[c] === 0) || weight[c] >= threshold) { kept[c] = 1; pruned[c] = 0; sum += weight[c]; count++; } else { kept[c] = 0; pruned[c] = 1; }
       }
     }
     keptWeight[v] = sum;
     keptCount[v] = count;
   }
 
-  /** Intensity statistics of the global budget split. */
-  private groupStats(slot: number): void {
+  /** Intensity statistics of the global budget split (v3: the root group's intensity alone). */
+  private groupStats(slot: number, v3: boolean): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
     const { childCount, intensity } = s;
+    if (v3) {
+      const contested = childCount[lo] >= 2;
+      this.groupSum[slot] = contested ? intensity[lo] : 0;
+      this.groupCount[slot] = contested ? 1 : 0;
+      this.statsStale[slot] = 0;
+      return;
+    }
     // Summed in group (parent row) order, as allocate does, so the global split matches it bit for bit.
     let sum = 0, count = 0;
     for (let p = lo; p < hi; p++) if (childCount[p] >= 2) { sum += intensity[p]; count++; }
@@ -278,7 +307,7 @@ export class LivePlanner {
     this.statsStale[slot] = 0;
   }
 
-  /** SPEC §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
+  /** docs/ALGORITHM.md §4 global budget: μ per live tree plus shares of the rest by Q_t, largest remainder across trees. */
   private splitGlobal(total: number, minPerTree: number, treeFloor: number, out: Float64Array): number {
     const s = this.store;
     const order = s.treeOrder;
@@ -339,11 +368,57 @@ export class LivePlanner {
       mass[v] = claim;
       total += claim;
     }
+    if (!Number.isFinite(total)) total = this.scaledClaimsV2(lo, hi, contestGain);
     const placed = live[lo] === 1 && total > 0;
     this.unallocated[slot] = placed ? 0 : budget;
     if (!placed) { mass.fill(0, lo, hi); return; }
     const scale = budget / total;
     for (let v = lo; v < hi; v++) mass[v] = scale * mass[v];
+  }
+
+  /**
+   * v2's claims of a tree whose direct sum overflowed, as exp(ln ψ − M)·a (`scaledClaims` of
+   * src/allocate/v2.ts, the same operations in the same order). `inflow` holds reach here; ln ψ
+   * is kept in the v3 flow's scratch, which v2 does not otherwise use.
+   */
+  private scaledClaimsV2(lo: number, hi: number, contestGain: number): number {
+    const s = this.store;
+    const { childCount, parentRow, weight, terminal, intensity, inflow: reach, mass } = s;
+    const scratch = this.contestScratch;
+    scratch.ensure(hi - lo);
+    const logPsi = scratch.logPsi;
+    let top = -Infinity;
+    for (let v = lo; v < hi; v++) {
+      const p = parentRow[v];
+      logPsi[v - lo] = p < 0 ? 0 : logPsi[p - lo] + Math.log(childCount[p] * weight[v]);
+      const a = claimOf(terminal[v] === 0, childCount[v], intensity[v], contestGain);
+      if (reach[v] && a > 0 && logPsi[v - lo] > top) top = logPsi[v - lo];
+    }
+    let total = 0;
+    for (let v = lo; v < hi; v++) {
+      mass[v] = reach[v] ? Math.exp(logPsi[v - lo] - top) * claimOf(terminal[v] === 0, childCount[v], intensity[v], contestGain) : 0;
+      total += mass[v];
+    }
+    return total;
+  }
+
+  /**
+   * One tree of `allocate` under rule v3: `flowContestV3` on the store's rows (the same function
+   * `allocate` runs on a packed forest), then ψ for the depths, from the parent side with the
+   * same products as `allocate`.
+   */
+  private flowTreeV3(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
+    const s = this.store;
+    const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];
+    const placed = flowContestV3(s, lo, hi, budget, s.kept, s.live, { contestGain: opts.contestGain, forkKeep: opts.forkKeep }, this.contestScratch, s.mass);
+    this.unallocated[slot] = placed ? 0 : budget;
+    const { childStart, childCount, child, weight, priority } = s;
+    priority[lo] = 1;
+    for (let v = lo; v < hi; v++) {
+      const k = childCount[v];
+      const pk = priority[v] * k;
+      for (let q = childStart[v], end = q + k; q < end; q++) { const c = child[q]; priority[c] = pk * weight[c]; }
+    }
   }
 
   /**
@@ -391,7 +466,7 @@ export class LivePlanner {
     mass[v] = x;
   }
 
-  /** Largest-remainder rounding of the tree's mass, then depths (SPEC §4). */
+  /** Largest-remainder rounding of the tree's mass, then depths (docs/ALGORITHM.md §4). */
   private finishTree(slot: number, budget: number, opts: ResolvedAllocateOptions): void {
     const s = this.store;
     const lo = s.slotStart[slot], hi = lo + s.slotSize[slot];

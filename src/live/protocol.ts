@@ -2,9 +2,9 @@ import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
-import { resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { checkGathered, shareFingerprint, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
-import type { Backend } from '../score/select.js';
+import type { Backend } from '../backend/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
 import { ADD_COLUMNS_FIELDS, announcedBytes, applyBatch, badHeaderReason, decodeBatch, decodeRows, PAYLOAD_OPS } from './columns-op.js';
@@ -53,7 +53,7 @@ export interface SessionOptions {
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
 const ROLLOUT_FIELDS = ['tree', 'path', 'leaf', 'reward'];
-const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
+const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'forkKeep', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
 /** The operations and the fields each takes; a Map so that no request key reaches Object.prototype. */
 const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
   ['add-tree', ['tree', 'trees']],
@@ -63,6 +63,7 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['remove-tree', ['tree', 'trees']],
   ['plan', [...PLAN_FIELDS, 'scores', 'trees', 'changed']],
   ['scores', ['trees']],
+  ['values', ['trees']],
   ['stats', []],
   ['set-params', ['alpha', 'tau', 'rule']],
   ['add-columns', ADD_COLUMNS_FIELDS],
@@ -85,6 +86,11 @@ export interface BinaryFrame {
   bytes: number;
   /** The request's `id` (null when it has none), for a response sent without completing the frame. */
   id: unknown;
+  /**
+   * Handles the request with its payload, which is handed over: an .npz's misaligned arrays are
+   * moved within it instead of copied to fresh memory (the service reuses one buffer), so pass a
+   * copy of bytes that must stay as they are.
+   */
   complete(payload: Uint8Array): Promise<string>;
 }
 
@@ -203,7 +209,7 @@ export class LiveSession {
         const options = req.treeFloor === undefined ? {} : { treeFloor: req.treeFloor as number };
         const live = this.forest;
         if (live === undefined) {
-          const rule = this.params().rule ?? 'v2';
+          const rule = this.params().rule ?? DEFAULT_RULE;
           const { treeFloor } = resolveAllocateOptions({ ...options, rule });
           return { rule, treeFloor, live: [], q: [], fingerprint: shareFingerprint(rule, treeFloor, [], [], [], []) };
         }
@@ -216,6 +222,11 @@ export class LiveSession {
         await live.rescore();
         const ids = this.treeList(live, req.trees);
         return { params: live.scoreParams, trees: ids.map((tree) => ({ id: tree, ...live.treeScores(tree) })) };
+      }
+      case 'values': {
+        const live = this.forest;
+        const ids = this.treeList(live, req.trees);
+        return { trees: live === undefined ? [] : ids.map((tree) => ({ id: tree, ...live.treeValues(tree) })) };
       }
       case 'stats': {
         const live = this.forest;
@@ -230,7 +241,7 @@ export class LiveSession {
           next[k] = req[k] as number;
         }
         if (req.rule !== undefined) {
-          if (req.rule !== 'v1' && req.rule !== 'v2') throw new RequestError('invalid_options', `"rule" must be "v1" or "v2", got ${describeValue(req.rule)}`);
+          if (req.rule !== 'v1' && req.rule !== 'v2' && req.rule !== 'v3') throw new RequestError('invalid_options', `"rule" must be "v1", "v2" or "v3", got ${describeValue(req.rule)}`);
           next.rule = req.rule;
         }
         next = resolveParams(next);

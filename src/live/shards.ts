@@ -25,6 +25,7 @@ export function liveShares(store: LiveStore, rule: Rule, options: ShareOptions =
     for (let v = lo; v < hi; v++) if (!terminal[v]) { isLive = 1; break; }
     live[t] = isLive;
     if (!isLive) { q[t] = 0; continue; }
+    if (rule === 'v3') { q[t] = treeFloor + (childCount[lo] >= 2 ? intensity[lo] : 0); continue; }
     let sum = 0, count = 0;
     for (let p = lo; p < hi; p++) if (childCount[p] >= 2) { sum += intensity[p]; count++; }
     q[t] = treeFloor + (count > 0 ? sum / count : 0);

@@ -18,7 +18,7 @@ export class LiveError extends ForestError {
   }
 }
 
-/** A change to a node's feedback fields (SPEC §1); omitted fields stay as they are. */
+/** A change to a node's feedback fields (docs/ALGORITHM.md §1); omitted fields stay as they are. */
 export interface NodeUpdate {
   tree: string;
   node: number;

@@ -95,7 +95,7 @@ export interface PairDistances {
 const NO_VALUES = new Float64Array(0);
 
 /**
- * Scores groups `[groupStart, groupEnd)` of `forest` into `out` (SPEC §2), in float64.
+ * Scores groups `[groupStart, groupEnd)` of `forest` into `out` (docs/ALGORITHM.md §2), in float64.
  * The semantic distance uses d = ‖ê_i − ê_j‖²/4, which equals (1 − cos)/2 without the
  * cancellation of 1 − cos for near-duplicate siblings.
  */

@@ -1,14 +1,14 @@
 import type { PackedForest } from '../forest/packed.js';
 import { OptionError } from '../util/errors.js';
 
-/** The two learnable scalars of SPEC §2, given in natural (not log) space. */
+/** The two learnable scalars of docs/ALGORITHM.md §2, given in natural (not log) space. */
 export interface ScoreParams {
   /** α > 0: how strongly semantic distance damps the contrast response. Default 1. */
   alpha: number;
   /** τ > 0: softmax temperature of the priority weights. Default 0.5. */
   tau: number;
-  /** Which rule (docs/ALGORITHM.md): 'v2' (default) or 'v1'. Scoring differs only in how a pair's contrast is shared. */
-  rule?: 'v1' | 'v2';
+  /** Which rule (docs/ALGORITHM.md): 'v3' (default), 'v2' or 'v1'. Scoring differs only in how a pair's contrast is shared (v1 against v2 and v3, which score alike). */
+  rule?: 'v1' | 'v2' | 'v3';
 }
 
 export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, tau: 0.5 });
@@ -17,11 +17,11 @@ export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, t
 export const CONTRAST_EPSILON = 1e-6;
 
 /**
- * Whether `params` select the v2 rule (each pair's contrast split between the two siblings in
- * proportion to their uncertainty). The one place every backend asks, so the default is set here.
+ * Whether `params` select v2's scoring, which v3 shares (each pair's contrast split between the two
+ * siblings in proportion to their uncertainty). The one place every backend asks.
  */
 export function splitsContrast(params: Pick<ScoreParams, 'rule'>): boolean {
-  return params.rule === 'v2';
+  return params.rule === 'v2' || params.rule === 'v3';
 }
 
 export type RealArray = Float64Array | Float32Array;
@@ -63,7 +63,7 @@ export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   const tau = params?.tau ?? DEFAULT_PARAMS.tau;
   if (typeof alpha !== 'number' || !(alpha >= PARAM_MIN && alpha <= PARAM_MAX)) throw new OptionError(`alpha must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${alpha}`);
   if (typeof tau !== 'number' || !(tau >= PARAM_MIN && tau <= PARAM_MAX)) throw new OptionError(`tau must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${tau}`);
-  const rule = params?.rule ?? 'v2';
-  if (rule !== 'v1' && rule !== 'v2') throw new OptionError(`rule must be 'v1' or 'v2', got ${String(rule)}`);
+  const rule = params?.rule ?? 'v3';
+  if (rule !== 'v1' && rule !== 'v2' && rule !== 'v3') throw new OptionError(`rule must be 'v1', 'v2' or 'v3', got ${String(rule)}`);
   return { alpha, tau, rule };
 }

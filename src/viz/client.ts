@@ -299,7 +299,7 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     row(t, 'gA', fmt(c.gradAlpha[v]), '\u2202 ln w / \u2202 ln \u03b1');
     row(t, 'gB', fmt(c.gradTau[v]), '\u2202 ln w / \u2202 ln \u03c4');
     row(t, 'branches', fmt(c.branches[v]), 'new rollouts from here (x = ' + fmt(c.mass[v]) + ')');
-    row(t, 'depth', fmt(c.depth[v]), c.branches[v] > 0 ? 'steps per new rollout' : 'none started here');
+    row(t, 'depth', fmt(c.depth[v]), c.branches[v] > 0 ? data.depthMeaning : 'none started here');
     row(t, '\u03c8', fmt(c.priority[v]), 'priority vs uniform split');
     var kids = g.children[v].length;
     if (kids > 0) row(t, 'fork I', fmt(c.intensity[v]), kids === 1 ? '1 child: no contrast' : kids + ' children');

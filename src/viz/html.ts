@@ -4,6 +4,7 @@ import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import { CLIENT_SCRIPT } from './client.js';
 import { d3HierarchySource } from './d3source.js';
+import { depthMeaning } from './depth.js';
 import { escapeXml } from './format.js';
 import { LAYOUT } from './layout.js';
 import { extractTree, selectTrees, type SelectOptions, type TreeColumns, type TreeSelection } from './model.js';
@@ -38,10 +39,11 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
   const data = {
     version: 1,
     params: { alpha: scores.params.alpha, tau: scores.params.tau, rule: opts.rule },
+    depthMeaning: depthMeaning(opts.rule).tooltip,
     backend: scores.backend,
     allocation: {
       budget: opts.totalBudget === undefined ? 'per tree' : `total ${opts.totalBudget} (min ${opts.minPerTree} per live tree)`,
-      rule: opts.rule, pruneRatio: opts.pruneRatio, widen: opts.widen, contestGain: opts.contestGain, treeFloor: opts.treeFloor, baseDepth: opts.baseDepth, depthGain: opts.depthGain, maxDepth: opts.maxDepth,
+      rule: opts.rule, pruneRatio: opts.pruneRatio, widen: opts.widen, contestGain: opts.contestGain, forkKeep: opts.forkKeep, treeFloor: opts.treeFloor, baseDepth: opts.baseDepth, depthGain: opts.depthGain, maxDepth: opts.maxDepth,
     },
     forestTrees: selection.forestTrees,
     note: selection.note,
@@ -55,7 +57,7 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
   };
   const title = options.title ?? 'trace-alloc \u00b7 priority heatmap';
   const o = data.allocation;
-  const ruleSetting = o.rule === 'v1' ? `\u03bb ${o.widen}` : `\u03ba ${o.contestGain}`;
+  const ruleSetting = o.rule === 'v1' ? `\u03bb ${o.widen}` : o.rule === 'v3' ? `\u03ba ${o.contestGain} \u00b7 \u03b7 ${o.forkKeep}` : `\u03ba ${o.contestGain}`;
   const settings = `rule ${o.rule} \u00b7 \u03b1 ${scores.params.alpha} \u00b7 \u03c4 ${scores.params.tau} \u00b7 ${scores.backend} scores \u00b7 budget ${o.budget} \u00b7 `
     + `\u03c1 ${o.pruneRatio} \u00b7 ${ruleSetting} \u00b7 D0 ${o.baseDepth} \u00b7 \u03b3 ${o.depthGain}`;
   const radios = COLOR_METRICS.map((m) => `<label title="${escapeXml(METRIC_LABEL[m])} (key ${m[0]})"><input type="radio" name="metric" value="${m}"${m === metric ? ' checked' : ''}>${m}</label>`).join('');
@@ -92,7 +94,7 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
       <svg width="26" height="14"><line x1="1" y1="7" x2="25" y2="7" stroke="#d4d7dc" stroke-width="2" stroke-dasharray="4 3"/><circle cx="13" cy="7" r="5" fill="${PRUNED_FILL}" stroke="#aeb3ba"/></svg><span>pruned branch (stopped early this step)</span>
       <svg width="26" height="14"><line x1="1" y1="4" x2="25" y2="4" stroke="#a3acb9" stroke-width="1"/><line x1="1" y1="10" x2="25" y2="10" stroke="#a3acb9" stroke-width="4"/></svg><span>link width: intensity I of the fork (label I under a fork)</span>
       <svg width="26" height="14"><line x1="1" y1="7" x2="25" y2="7" stroke="#34507a" stroke-width="2"/></svg><span>path to new rollouts</span>
-      <svg width="26" height="14"><text x="13" y="11" font-size="10" font-weight="700" fill="#1f5fbf" text-anchor="middle">+b\u00b7d</text></svg><span>b new rollouts start here, d steps deep</span>
+      <svg width="26" height="14"><text x="13" y="11" font-size="10" font-weight="700" fill="#1f5fbf" text-anchor="middle">+b\u00b7d</text></svg><span>${escapeXml(depthMeaning(opts.rule).legend)}</span>
     </div>
   </div>
   <div class="panel" id="help">drag to pan \u00b7 wheel or double-click to zoom \u00b7 hover a node for its numbers</div>

@@ -2,6 +2,7 @@ import { OptionError } from '../util/errors.js';
 import type { Allocation } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
+import { depthMeaning } from './depth.js';
 import { escapeXml, formatShort } from './format.js';
 import { budgetPath, childLists, greyedNodes, LAYOUT, layoutTree } from './layout.js';
 import { extractTree } from './model.js';
@@ -46,7 +47,7 @@ export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: 
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="${FONT}">`);
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
-  if (options.legend !== false) out.push(legend(tree.id, tree.index, metric, domain, margin));
+  if (options.legend !== false) out.push(legend(tree.id, tree.index, metric, domain, margin, allocation.options.rule));
 
   out.push('<g class="links" fill="none" stroke-linecap="butt">');
   for (let v = 1; v < n; v++) {
@@ -85,7 +86,7 @@ export function renderTreeSvg(forest: PackedForest, scores: Scores, allocation: 
   return `${out.join('\n')}\n`;
 }
 
-function legend(id: string, index: number, metric: ColorMetric, domain: [number, number], x: number): string {
+function legend(id: string, index: number, metric: ColorMetric, domain: [number, number], x: number, rule: string | undefined): string {
   const barW = 200;
   const stops = PALETTE.map((c, i) => `<stop offset="${round((100 * i) / (PALETTE.length - 1))}%" stop-color="${c}"/>`).join('');
   const ticks = [domain[0], (domain[0] + domain[1]) / 2, domain[1]]
@@ -99,7 +100,7 @@ function legend(id: string, index: number, metric: ColorMetric, domain: [number,
     `<rect x="${keyX}" y="27" width="9" height="9" fill="#f9a64a" stroke="#3a3f47"/><text x="${keyX + 16}" y="35">terminal</text>`,
     `<circle cx="${keyX + 4.5}" cy="48" r="4.5" fill="${PRUNED_FILL}" stroke="#aeb3ba"/><text x="${keyX + 16}" y="52">pruned branch</text>`,
     `<line x1="${keyX + 100}" y1="31" x2="${keyX + 124}" y2="31" stroke="${LINK.flow}" stroke-width="2"/><text x="${keyX + 130}" y="35">path to new rollouts</text>`,
-    `<text x="${keyX + 112}" y="52" font-weight="700" fill="#1f5fbf" text-anchor="middle">+b\u00b7d</text><text x="${keyX + 130}" y="52">b rollouts, d steps deep</text>`,
+    `<text x="${keyX + 112}" y="52" font-weight="700" fill="#1f5fbf" text-anchor="middle">+b\u00b7d</text><text x="${keyX + 130}" y="52">${escapeXml(depthMeaning(rule).badge)}</text>`,
     `<text x="${x}" y="68">link width and label I: fork intensity</text>`,
     '</g>',
   ].join('\n');

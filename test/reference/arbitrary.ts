@@ -180,7 +180,7 @@ export interface V2Case {
   /** Spell default-valued flags out on the command line. */
   explicit: boolean;
   /** `default`: no --rule flag; `v2`: `--rule v2`. */
-  rule: 'default' | 'v2';
+  rule: 'spaced' | 'joined';
   /** A --widen to pass as well (v2 must accept and ignore it), or none. */
   widen?: number;
 }
@@ -188,7 +188,7 @@ export interface V2Case {
 const v2ExtrasArb = fc.record({
   contestGain: fc.oneof(fc.constant(4), fc.constant(0), fc.double({ min: 0, max: 20, noNaN: true }), fc.constant(1e6)),
   treeFloor: fc.oneof(fc.constant(0.25), fc.double({ min: -3, max: 1, noNaN: true }).map((e) => 10 ** e), fc.constantFrom(1e-6, 1e6)),
-  rule: fc.constantFrom<'default' | 'v2'>('default', 'v2'),
+  rule: fc.constantFrom<'spaced' | 'joined'>('spaced', 'joined'),
   passWiden: fc.boolean(),
 });
 

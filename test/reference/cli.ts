@@ -22,7 +22,7 @@ export function runCli(args: readonly string[], input?: string): CliResult {
 
 /**
  * The score flags for a v1 parameter set; defaults are spelled out only when `explicit` says so.
- * `--rule v1` always: spec.ts is the v1 reference and v2 is the CLI's default rule.
+ * `--rule v1` always: spec.ts is the v1 reference (v3 is the CLI's default rule).
  */
 export function scoreFlags(p: SpecParams, explicit: Partial<Record<keyof SpecParams, boolean>> = {}): string[] {
   const f: string[] = ['--rule', 'v1'];
@@ -55,8 +55,8 @@ export function scoreFile(file: string, params: SpecParams, opts: { scores?: boo
 export interface V2FlagOptions {
   /** Spell out every setting, defaults included. */
   explicit?: boolean;
-  /** `default`: no --rule flag (the CLI's default must be v2); `v2`: `--rule v2`. */
-  rule?: 'default' | 'v2';
+  /** `--rule v2` (given with a space) or `--rule=v2`: v2 is no longer the default, so it is always named. */
+  rule?: 'spaced' | 'joined';
   /** Pass this --widen too: a v1 setting v2 must accept and ignore. */
   widen?: number;
 }
@@ -64,7 +64,7 @@ export interface V2FlagOptions {
 /** The score flags for a v2 parameter set (minDepth has no flag: it must be 1). */
 export function v2Flags(p: V2Params, o: V2FlagOptions = {}): string[] {
   if (p.minDepth !== 1) throw new Error(`minDepth ${p.minDepth} has no CLI flag`);
-  const f: string[] = o.rule === 'v2' ? ['--rule', 'v2'] : [];
+  const f: string[] = o.rule === 'joined' ? ['--rule=v2'] : ['--rule', 'v2'];
   const put = (flag: string, value: number, dflt: number) => {
     if (value !== dflt || o.explicit) f.push(flag, String(value));
   };

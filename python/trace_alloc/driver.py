@@ -1,0 +1,404 @@
+"""The tree-rollout driver: one tree per prompt, grown round by round where the service's plans
+say, every rollout run to the episode's end, outcomes backed up, and the budget spent exactly.
+
+    driver = TreeRollout(ta, generate, step, dim=hidden_size)
+    result = driver.run(prompts, Budget(tokens=4096))
+    result.trajectories            # leaf trajectories: token ids, log-probs, env mask, outcome
+    result.values                  # per tree: mean outcome and visits per node, read back from the service
+    result.advantages.tokens(...)  # TreeRL or Tree-GRPO advantages per token
+
+**A round.** The driver asks the service for a plan over its trees (`plan` with a global budget
+of `rollouts_per_round`), then starts `branches` rollouts at each allocated node: each new
+rollout continues the node's prefix (the prompt, then every turn and observation on its path)
+one turn at a time, in batches over all running rollouts, until the environment ends its
+episode. The round's new nodes go to the service (`add-nodes`, one request per tree), and each
+finished rollout is backed up (`finish-rollout` with its outcome), all in one pipelined round
+trip. Rounds repeat until the budget is spent. Under the default rule every rollout runs to the
+end and the plan's `depth` (a fork horizon) is not needed; the driver never truncates a rollout
+at it.
+
+**Exactly at the budget.** The budget counts the policy's generated tokens (or environment
+steps, or both); prompt and observation tokens are free. Every generate request carries a
+`max_tokens` such that all requests of a batch together can never pass what is left, so the run
+spends exactly the budget (a root is never terminal, so there is always somewhere to start a
+rollout). When the budget runs out, the rollouts still running are cut: their whole turns stay
+in the tree as open nodes, their partial turn is returned in an *unfinished* trajectory
+(`reward` None), and nothing is backed up for them. Starting a rollout only when its worst case
+fits would leave no rollout unfinished, but an episode's worst case (turns × the longest turn)
+is many times its typical length, so that rule leaves a large and variable part of the budget
+unspent and makes equal-budget comparisons unequal. The cut is kept small instead: when the
+remaining budget cannot cover every running turn, running rollouts are served in order, each
+with its whole turn (a turn cut short resumes when tokens come free), rather than all with a
+sliver; and the last rounds shrink to the number of rollouts the remaining budget is expected
+to finish (what is left ÷ the mean tokens of the rollouts finished so far in the run).
+
+The driver needs a `Service` of its own (its trees are the service's only trees: the global
+budget is split over every tree the service holds); it removes its trees when a run ends.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._client import Service
+from ._columns import to_numpy
+from ._errors import TraceAllocError
+from ._plan import Plan
+from ._values import TreeValues
+from .advantages import METHODS, TreeAdvantages, compute_advantages
+from .episode import Budget, EnvStep, Prompt, Request, Turn
+from .learn import LearnState, ascend, objective_gradient, outcome_variance_gains
+from .tree import RolloutTree, Trajectory, TreeNode, trajectory
+
+Generate = Callable[[List[Request]], Sequence[Turn]]
+Step = Callable[[Any, Tuple[int, ...]], EnvStep]
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """What one `run` grew and learned."""
+    trees: Tuple[RolloutTree, ...]  # one per prompt, in prompt order
+    values: Tuple[TreeValues, ...]  # per tree: mean outcome and visits per node, as the service backed them up
+    trajectories: Tuple[Trajectory, ...]  # every rollout, finished or cut, in the order they ended
+    advantages: TreeAdvantages
+    tokens_used: int
+    steps_used: int
+    rounds: int
+    plans: Tuple[Plan, ...]  # the plan of each round
+    root_branches: int  # planned rollouts that start at a prompt (a fresh chain)
+    never_started: int  # planned rollouts the budget ran out before (not among `trajectories`)
+
+    @property
+    def finished(self) -> Tuple[Trajectory, ...]:
+        return tuple(t for t in self.trajectories if t.finished)
+
+    @property
+    def unfinished(self) -> Tuple[Trajectory, ...]:
+        return tuple(t for t in self.trajectories if not t.finished)
+
+
+@dataclass
+class _Running:
+    """A rollout in flight: where it stands, and the turn it is generating (maybe in pieces)."""
+    tree: int
+    node: int
+    start: int
+    generated: int = 0
+    tokens: List[int] = field(default_factory=list)
+    logprobs: List[float] = field(default_factory=list)
+    embedding_sum: Optional[np.ndarray] = None  # token-weighted sum of the pieces' embeddings
+    entropy_sum: float = 0.0
+
+
+@dataclass
+class _Round:
+    """A round's bookkeeping for the α, τ learner: the plan's scores and which rollouts it placed."""
+    plan: Plan
+    nodes_before: List[int]  # per tree, its size when the plan was made
+    outcomes: List[Tuple[int, int, float]] = field(default_factory=list)  # (tree, start node, reward) per finished rollout
+
+
+class TreeRollout:
+    """Grows rollout trees with plans from `service` (docs/PROTOCOL.md; module docstring).
+
+    `generate(requests) -> turns`: one `Turn` per `Request`, batched (module `episode`).
+    `step(state, turn_tokens) -> EnvStep`: the environment's answer to a complete turn, from the
+    state of the node the turn continues (the prompt's `state` at the root); it must not change
+    `state` in place (a node may be continued many times).
+    `dim`: the embedding dimension the service scores (after `projection`, if one is given).
+    `max_turn_tokens`: the longest turn; a turn that reaches it without stopping goes to the
+    environment as it is. `rollouts_per_round`: rollouts one plan places (default 2 per prompt),
+    `min_per_tree`: the least each tree gets per round. `plan_options`: other plan settings
+    (prune_ratio, contest_gain, ...) passed on as they are. `rule`: sent with `set-params`
+    only when given (the service's default rule otherwise). `projection`: applied to each
+    batch of turn embeddings before they are sent (e.g. `trace_alloc.projection.RandomProjection`).
+    `advantage`: one of `advantages.METHODS`. `learn`: a `LearnState` to ascend α, τ after every
+    run from the gains of the rollouts each round placed (rewards must then be in [0, 1]); the new
+    α, τ go to the service and stay in `learn_state`.
+    """
+
+    def __init__(self, service: Service, generate: Generate, step: Step, *, dim: int, max_turn_tokens: int,
+                 rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
+                 plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
+                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = "treerl",
+                 learn: Optional[LearnState] = None, tree_prefix: str = "rollout") -> None:
+        if not isinstance(dim, int) or dim < 0:
+            raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
+        if not isinstance(max_turn_tokens, int) or max_turn_tokens < 1:
+            raise TraceAllocError("invalid_options", "max_turn_tokens must be an integer >= 1, got %r"
+                                  % (max_turn_tokens,), field="max_turn_tokens")
+        if rollouts_per_round is not None and (not isinstance(rollouts_per_round, int) or rollouts_per_round < 1):
+            raise TraceAllocError("invalid_options", "rollouts_per_round must be an integer >= 1, got %r"
+                                  % (rollouts_per_round,), field="rollouts_per_round")
+        if advantage not in METHODS:
+            raise TraceAllocError("invalid_options", "advantage must be one of %s, got %r" % (", ".join(METHODS), advantage),
+                                  field="advantage")
+        self.service, self.generate, self.step = service, generate, step
+        self.dim, self.max_turn_tokens = dim, max_turn_tokens
+        self.rollouts_per_round, self.min_per_tree = rollouts_per_round, min_per_tree
+        self.plan_options = dict(plan_options or {})
+        self.projection, self.advantage = projection, advantage
+        self.learn_state = learn
+        self.tree_prefix = tree_prefix
+        self._runs = 0
+        self._pending: Dict[int, List[Dict[str, Any]]] = {}  # per tree: nodes made this round, not yet sent
+        if rule is not None:
+            service.request("set-params", rule=rule)
+
+    # -- one run ---------------------------------------------------------------------------------
+
+    def run(self, prompts: Sequence[Union[Prompt, Sequence[int]]], budget: Budget) -> RolloutResult:
+        """Grows one tree per prompt until `budget` is spent; returns trees, values, trajectories
+        and advantages, and removes the trees from the service."""
+        if not prompts:
+            raise TraceAllocError("invalid_value", "run needs at least one prompt", field="prompts")
+        prompts = [p if isinstance(p, Prompt) else Prompt(tuple(int(x) for x in p)) for p in prompts]
+        self._runs += 1
+        self._pending = {}  # a run that failed may have left some behind
+        ids = ["%s%d-%d" % (self.tree_prefix, self._runs, t) for t in range(len(prompts))]
+        trees = [RolloutTree(ids[t], tuple(p.tokens), [TreeNode(-1, state=p.state)]) for t, p in enumerate(prompts)]
+        root = {"embedding": [0.0] * self.dim}  # a root is in no sibling group: its embedding is never scored
+        self.service.add_trees([{"id": tid, "nodes": [root]} for tid in ids])
+        try:
+            return self._grow(trees, budget)
+        finally:
+            self.service.remove_trees(ids)
+
+    def _grow(self, trees: List[RolloutTree], budget: Budget) -> RolloutResult:
+        tokens_left = math.inf if budget.tokens is None else budget.tokens
+        steps_left = math.inf if budget.steps is None else budget.steps
+        per_round = self.rollouts_per_round or 2 * len(trees)
+        trajectories: List[Trajectory] = []
+        rounds: List[_Round] = []
+        plans: List[Plan] = []
+        used = {"tokens": 0, "steps": 0}
+        finished_tokens: List[int] = []
+        root_branches = never_started = 0
+        while tokens_left - used["tokens"] > 0 and steps_left - used["steps"] > 0:
+            size = self._round_size(per_round, tokens_left - used["tokens"], finished_tokens, steps_left - used["steps"])
+            minimum = self.min_per_tree if self.min_per_tree * len(trees) <= size else 0
+            plan = self.service.plan(total_budget=size, min_per_tree=minimum, scores=self.learn_state is not None,
+                                     trees=[t.id for t in trees], **self.plan_options)
+            plans.append(plan)
+            current = _Round(plan, [len(t.nodes) for t in trees])
+            rounds.append(current)
+            starts = self._starts(trees, plan)
+            root_branches += sum(1 for r in starts if r.node == 0)
+            ended = self._play(trees, starts, tokens_left, steps_left, used)
+            self._send(trees, ended)
+            for r, traj in ended:
+                if traj.generated == 0:  # the budget ran out before it generated anything: no new sample
+                    never_started += 1
+                    continue
+                trajectories.append(traj)
+                if traj.finished:
+                    finished_tokens.append(traj.generated)
+                    current.outcomes.append((r.tree, r.start, float(traj.reward)))  # type: ignore[arg-type]
+        values = tuple(self.service.values([t.id for t in trees]))
+        if self.learn_state is not None:
+            self._learn(trees, rounds)
+        advantages = compute_advantages(self.advantage, trajectories, values)
+        return RolloutResult(trees=tuple(trees), values=values, trajectories=tuple(trajectories), advantages=advantages,
+                             tokens_used=used["tokens"], steps_used=used["steps"], rounds=len(rounds), plans=tuple(plans),
+                             root_branches=root_branches, never_started=never_started)
+
+    def _round_size(self, per_round: int, tokens_left: float, finished_tokens: List[int], steps_left: float) -> int:
+        """`rollouts_per_round`, shrunk near the end to what the remaining budget is expected to finish."""
+        size = per_round
+        if finished_tokens and tokens_left < math.inf:
+            size = min(size, max(1, math.ceil(tokens_left / (sum(finished_tokens) / len(finished_tokens)))))
+        if steps_left < math.inf:
+            size = min(size, max(1, int(steps_left)))
+        return size
+
+    @staticmethod
+    def _starts(trees: List[RolloutTree], plan: Plan) -> List[_Running]:
+        """The plan's branches as rollouts, round-robin over trees (a budget cut hits every tree alike)."""
+        index = {t.id: i for i, t in enumerate(trees)}
+        per_tree: List[List[_Running]] = [[] for _ in trees]
+        for tp in plan.trees:
+            t = index[tp.id]
+            for a in tp.allocations:
+                if trees[t].nodes[a.node].done:
+                    raise TraceAllocError("service_error", "the plan placed rollouts at terminal node %d" % a.node,
+                                          tree=tp.id, node=a.node)
+                per_tree[t] += [_Running(t, a.node, a.node) for _ in range(a.branches)]
+        out: List[_Running] = []
+        for i in range(max((len(x) for x in per_tree), default=0)):
+            out += [x[i] for x in per_tree if i < len(x)]
+        return out
+
+    # -- generation --------------------------------------------------------------------------------
+
+    def _play(self, trees: List[RolloutTree], running: List[_Running], tokens_left: float, steps_left: float,
+              used: Dict[str, int]) -> List[Tuple[_Running, Trajectory]]:
+        """Runs the rollouts turn by turn, in batches, until each ends or the budget does."""
+        ended: List[Tuple[_Running, Trajectory]] = []
+        while running:
+            grants = self._grants(running, tokens_left - used["tokens"], steps_left - used["steps"])
+            if not grants:
+                break
+            batch = running[:len(grants)]
+            requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens))
+                        for r, g in zip(batch, grants)]
+            turns = list(self.generate(requests))
+            embeddings = self._check(trees, requests, turns)
+            still: List[_Running] = []
+            for r, req, turn, emb in zip(batch, requests, turns, embeddings):
+                n = len(turn.tokens)
+                used["tokens"] += n
+                r.generated += n
+                r.tokens += [int(x) for x in turn.tokens]
+                r.logprobs += [float(x) for x in turn.logprobs]
+                r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
+                r.entropy_sum += float(turn.entropy) * n
+                stopped = turn.stopped if turn.stopped is not None else n < req.max_tokens
+                if not stopped and len(r.tokens) < self.max_turn_tokens:
+                    still.append(r)  # cut by its grant: resumes when tokens come free
+                    continue
+                used["steps"] += 1
+                if self._finish_turn(trees, r):
+                    t = trees[r.tree]
+                    ended.append((r, trajectory(t, r.tree, r.start, r.node, r.generated)))
+                else:
+                    still.append(r)
+            running = still + running[len(grants):]
+        for r in running:  # the budget ran out: cut
+            ended.append((r, trajectory(trees[r.tree], r.tree, r.start, r.node, r.generated,
+                                        (tuple(r.tokens), tuple(r.logprobs)))))
+        return ended
+
+    def _grants(self, running: List[_Running], tokens_left: float, steps_left: float) -> List[int]:
+        """Token grants for the first rollouts of `running`, in order, each its whole remaining
+        turn while the budget lasts; a turn needs one environment step when it completes."""
+        grants: List[int] = []
+        for r in running:
+            if tokens_left <= 0 or steps_left <= 0:
+                break
+            g = int(min(self.max_turn_tokens - len(r.tokens), tokens_left))
+            grants.append(g)
+            tokens_left -= g
+            steps_left -= 1
+        return grants
+
+    def _check(self, trees: List[RolloutTree], requests: List[Request], turns: List[Turn]) -> List[np.ndarray]:
+        """Validates what `generate` returned; the turns' embeddings (projected) as float64 rows."""
+        if len(turns) != len(requests):
+            raise TraceAllocError("invalid_value", "generate returned %d turns for %d requests" % (len(turns), len(requests)),
+                                  field="turns")
+        for req, turn in zip(requests, turns):
+            where = dict(tree=trees[req.tree].id, node=req.node)
+            if not 1 <= len(turn.tokens) <= req.max_tokens:
+                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "tokens": a turn must have 1 to %d tokens '
+                                      "(max_tokens), got %d" % (trees[req.tree].id, req.node, req.max_tokens, len(turn.tokens)),
+                                      field="tokens", **where)
+            if len(turn.logprobs) != len(turn.tokens) or not all(math.isfinite(float(x)) for x in turn.logprobs):
+                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "logprobs": one finite log-prob per token'
+                                      % (trees[req.tree].id, req.node), field="logprobs", **where)
+            if not (math.isfinite(float(turn.entropy)) and float(turn.entropy) >= 0):
+                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "entropy": must be finite and >= 0, got %r'
+                                      % (trees[req.tree].id, req.node, turn.entropy), field="entropy", **where)
+        if self.dim == 0:
+            return [np.zeros(0) for _ in turns]
+        raw = [t.embedding for t in turns]
+        for req, e in zip(requests, raw):
+            if e is None:
+                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "embedding": a turn needs an embedding of '
+                                      "%d numbers (dim)" % (trees[req.tree].id, req.node, self.dim),
+                                      tree=trees[req.tree].id, node=req.node, field="embedding")
+        if self.projection is not None:
+            rows = self.projection(_stack(raw))
+        else:
+            rows = _stack(raw)
+        try:
+            rows = to_numpy(rows, "embedding").astype(np.float64)
+        except (TypeError, ValueError) as err:
+            raise TraceAllocError("invalid_value", 'field "embedding": turn embeddings must be numbers (%s)' % err,
+                                  field="embedding") from None
+        if rows.ndim != 2 or rows.shape != (len(turns), self.dim) or not np.isfinite(rows).all():
+            bad = rows.shape if rows.ndim != 2 or rows.shape[1] != self.dim else "non-finite values"
+            raise TraceAllocError("invalid_value", 'field "embedding": turn embeddings must be %d finite numbers each '
+                                  "(after the projection), got %s" % (self.dim, bad), field="embedding")
+        return list(rows)
+
+    def _finish_turn(self, trees: List[RolloutTree], r: _Running) -> bool:
+        """A whole turn: the environment answers, the node joins the tree. True when the episode ended."""
+        tree = trees[r.tree]
+        parent = tree.nodes[r.node]
+        answer = self.step(parent.state, tuple(r.tokens))
+        if not isinstance(answer, EnvStep):
+            raise TraceAllocError("invalid_value", 'tree "%s", node %d: step must return an EnvStep, got %r'
+                                  % (tree.id, r.node, type(answer).__name__), tree=tree.id, node=r.node, field="step")
+        done = bool(answer.done)
+        reward = float(answer.reward) if done else None
+        if reward is not None and not math.isfinite(reward):
+            raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "reward": must be finite, got %r'
+                                  % (tree.id, r.node, answer.reward), tree=tree.id, node=r.node, field="reward")
+        n = len(r.tokens)
+        node = TreeNode(parent=r.node, tokens=tuple(r.tokens), logprobs=tuple(r.logprobs),
+                        observation=tuple(int(x) for x in answer.observation), done=done, reward=reward,
+                        state=None if done else answer.state)
+        r.node = tree.add(node)
+        node_embedding = r.embedding_sum / n  # the token-weighted mean over the turn's pieces
+        self._pending.setdefault(r.tree, []).append(
+            {"parent": node.parent, "uncertainty": r.entropy_sum / n, "terminal": done,
+             "embedding": [float(x) for x in node_embedding]})
+        r.tokens, r.logprobs, r.embedding_sum, r.entropy_sum = [], [], None, 0.0
+        return done
+
+    # -- the service -----------------------------------------------------------------------------------
+
+    def _send(self, trees: List[RolloutTree], ended: List[Tuple[_Running, Trajectory]]) -> None:
+        """The round's new nodes (one add-nodes per tree) and every finished rollout's outcome, in one round trip."""
+        requests: List[Dict[str, Any]] = []
+        for t, nodes in sorted(self._pending.items()):
+            requests.append({"op": "add-nodes", "tree": trees[t].id, "nodes": nodes})
+        self._pending = {}
+        for _, traj in ended:
+            if traj.finished:
+                requests.append({"op": "finish-rollout", "tree": trees[traj.tree].id, "leaf": traj.leaf,
+                                 "reward": traj.reward})
+        if requests:
+            self.service.pipeline(requests)
+
+    def _learn(self, trees: List[RolloutTree], rounds: List[_Round]) -> None:
+        """One α, τ step from every round: gains of the rollouts each round placed, at the nodes
+        that existed when it was planned, with that plan's scores (docs/ALGORITHM.md §3)."""
+        d_a = d_b = 0.0
+        count = 0
+        for rnd in rounds:
+            for t, tree in enumerate(trees):
+                n = rnd.nodes_before[t]
+                parent = np.array([tree.nodes[v].parent for v in range(n)], dtype=np.int64)
+                rollouts = np.zeros(n)
+                reward_sum = np.zeros(n)
+                for tt, start, reward in rnd.outcomes:
+                    if tt == t:
+                        for v in tree.path(start):
+                            rollouts[v] += 1
+                            reward_sum[v] += reward
+                scores = rnd.plan.tree(tree.id).scores or ()
+                weight, grad_a, grad_b = np.zeros(n), np.zeros(n), np.zeros(n)
+                for s in scores:
+                    weight[s.node], grad_a[s.node], grad_b[s.node] = s.weight, s.grad_alpha, s.grad_tau
+                g = objective_gradient(parent, weight, grad_a, grad_b, outcome_variance_gains(parent, rollouts, reward_sum))
+                d_a, d_b, count = d_a + g.d_a, d_b + g.d_b, count + g.count
+        if count > 0 and self.learn_state is not None:
+            self.learn_state = ascend(self.learn_state, d_a, d_b)
+            self.service.set_params(alpha=self.learn_state.alpha, tau=self.learn_state.tau)
+
+
+def _stack(rows: List[Any]) -> Any:
+    """The batch's embeddings as one matrix, staying a tensor (on its device) when they are tensors."""
+    if rows and hasattr(rows[0], "detach") and hasattr(rows[0], "reshape"):
+        import torch  # only reached when the caller's embeddings are torch tensors
+
+        return torch.stack([r.reshape(-1) for r in rows])
+    try:
+        return np.stack([to_numpy(r, "embedding").reshape(-1) for r in rows])
+    except (ValueError, TypeError) as err:
+        raise TraceAllocError("invalid_value", 'field "embedding": turn embeddings must be vectors of one length (%s)' % err,
+                              field="embedding") from None

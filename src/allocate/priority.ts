@@ -1,0 +1,19 @@
+import type { PackedForest } from '../forest/packed.js';
+import type { RealArray } from '../score/types.js';
+
+/**
+ * ln ψ_v for every row: ln ψ_root = 0, ln ψ_c = ln ψ_p + ln(k_p·w_c) (docs/ALGORITHM.md §4,
+ * "Path priority"). Kept as a logarithm so that a path of hundreds of wide forks cannot overflow
+ * (ψ ≤ k per level) and a branch whose weight underflowed to 0 gets −∞ (ψ = 0), not NaN below.
+ */
+export function logPriority(forest: PackedForest, weight: RealArray): Float64Array {
+  const { nodeCount, parentRow, childGroup, groupOffset } = forest;
+  const out = new Float64Array(nodeCount);
+  for (let v = 0; v < nodeCount; v++) {
+    const p = parentRow[v];
+    if (p < 0) { out[v] = 0; continue; }
+    const g = childGroup[p];
+    out[v] = out[p] + Math.log((groupOffset[g + 1] - groupOffset[g]) * weight[v]);
+  }
+  return out;
+}

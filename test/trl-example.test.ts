@@ -1,0 +1,63 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { PYTHON } from './python.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const cli = `${root}dist/cli/main.js`;
+const required = process.env.TRACE_ALLOC_REQUIRE_TRL === '1';
+const probe = spawnSync(PYTHON, ['-c', 'import trl, torch, transformers'], { encoding: 'utf8' });
+const haveTrl = !probe.error && probe.status === 0;
+if (!haveTrl && !required) {
+  console.warn(`examples/trl smoke test skipped: ${PYTHON} cannot import trl, torch and transformers '
+    + '(pip install -r examples/trl/requirements.txt; set TRACE_ALLOC_REQUIRE_TRL=1 so it cannot skip)`);
+}
+
+interface Call { trees: number; tokens_used: number; returned_finished: number; returned_unfinished: number; padded: number }
+interface Run {
+  sampler: string; tokens: number[]; steps: { loss: number }[]; success_before: number; success_after: number;
+  rollout_calls?: Call[]; completions_per_prompt?: number;
+}
+
+describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tree rollouts (smoke run)', () => {
+  // The temp folder is made inside the test: vitest runs a skipped suite's body too.
+  it('trains 2 steps with TRL\'s default sampling and with tree rollouts at the same tokens per step', () => {
+    if (!haveTrl) throw new Error(`TRACE_ALLOC_REQUIRE_TRL=1 but python3 cannot import trl, torch and transformers: ${probe.stderr}`);
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-trl-'));
+    try {
+    // torch and the HF libraries keep caches in the temp folder and HF_HOME: both inside ours.
+    const env = { ...process.env, TMPDIR: out, HF_HOME: join(out, 'hf'), TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor'), HF_HUB_OFFLINE: '1' };
+    const run = spawnSync(PYTHON, [`${root}examples/trl/train.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 150_000, env });
+    expect(run.status, run.stderr).toBe(0);
+    const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: Run[]; config: { steps: number; prompts_per_step: number; num_generations: number } };
+    const { steps, prompts_per_step: prompts, num_generations: generations } = result.config;
+    expect(result.runs.map((r) => r.sampler)).toEqual(['independent', 'trace', 'trace-treerl']);
+    const [independent, ...trees] = result.runs;
+    expect(independent.tokens).toHaveLength(steps);
+    for (const r of result.runs) {
+      expect(r.steps, r.sampler).toHaveLength(steps);
+      expect(r.steps.every((s) => Number.isFinite(s.loss)), r.sampler).toBe(true);
+      expect(r.success_after).toBeGreaterThanOrEqual(0);
+    }
+    for (const r of trees) {
+      // The same generated tokens as TRL's default sampling, step by step, spent exactly.
+      expect(r.tokens, r.sampler).toEqual(independent.tokens);
+      expect(r.rollout_calls).toHaveLength(steps);
+      for (const call of r.rollout_calls!) {
+        // One tree per prompt and exactly num_generations completions per prompt.
+        expect(call.trees).toBe(prompts);
+        expect(call.returned_finished + call.returned_unfinished + call.padded).toBe(prompts * generations);
+      }
+    }
+    expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('| trace-treerl |');
+    // Nothing but what it was asked to write (the temp folder's own caches aside).
+    expect(readdirSync(join(out, 'results')).sort()).toEqual(['results.json', 'summary.md']);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 160_000);
+});
