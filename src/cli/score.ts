@@ -1,5 +1,6 @@
 import { allocate } from '../allocate/allocate.js';
 import { planToJson } from '../allocate/plan.js';
+import { allocateOnThreads } from '../allocate/threaded.js';
 import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
 import { statSync } from 'node:fs';
@@ -60,7 +61,8 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);
-    const allocation = allocate(forest, scores, settings.allocate);
+    // On the CPU the allocation runs on the scorer's threads too (the same plan bit for bit).
+    const allocation = scorer instanceof CpuScorer ? await allocateOnThreads(forest, scores, settings.allocate, scorer) : allocate(forest, scores, settings.allocate);
     plan = planToJson(forest, scores, allocation, { includeScores: values.scores === true });
   } finally {
     scorer.destroy();
