@@ -71,3 +71,15 @@ def test_a_bad_round_changes_nothing(service):
     assert info.value.code == "unknown_node"
     assert service.stats() == before
     assert service.extend(rollouts=[(str(cols["tree_id"][0]), 0, 1.0)]) == {"added": 0, "first": {}, "updated": 0, "rollouts": 1}
+
+
+def test_dim_zero_forests_go_as_npz_by_default(command):
+    """pyarrow has no fixed-size list of length 0: without a container, a dim-0 forest and its new
+    nodes go as .npz (the tree-rollout driver with dim=0 sends its rounds this way)."""
+    with trace_alloc.Service(command + ["serve", "--stdio", "--backend", "cpu", "--dim", "0"]) as s:
+        s.add_forest(np.array([0, 1]), np.array([-1]), np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, dtype=bool),
+                     np.zeros((1, 0)), tree_id=["a"])
+        done = s.extend(np.array(["a", "a"]), np.array([0, 1]), np.zeros((2, 0)), uncertainty=np.array([0.1, 0.2]),
+                        terminal=np.array([False, True]), rollouts=[("a", 2, 1.0)])
+        assert done["added"] == 2 and done["rollouts"] == 1
+        assert s.values(["a"])[0].visits.tolist() == [1, 1, 1]

@@ -296,12 +296,13 @@ class Service:
         `parent` (tree-local, -1 for roots), `reward`, `visits`, `uncertainty`, `terminal`,
         `embedding` (N x D, float32 or float64), `tree_id` (T strings; default: the trees'
         positions in the live forest). `replace=True` replaces live trees with the same ids.
-        `container`: "arrow" (needs pyarrow), "npz", or None (arrow when pyarrow is installed).
+        `container`: "arrow" (needs pyarrow), "npz", or None (arrow when pyarrow is installed and
+        dim > 0: pyarrow has no fixed-size list of length 0).
         All or nothing: a rejected batch changes nothing. Returns {trees, added, replaced}.
         """
         forest = check_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding, tree_id)
         if container is None:
-            container = "arrow" if have_pyarrow() else "npz"
+            container = "arrow" if have_pyarrow() and forest.embedding.shape[1] > 0 else "npz"
         if container == "arrow":
             payload: Any = StreamedPayload(arrow_table(forest))
         elif container == "npz":
@@ -332,7 +333,7 @@ class Service:
             return self.request("extend", **body)
         rows = check_rows(tree_id, parent, embedding, reward, visits, uncertainty, terminal)
         if container is None:
-            container = "arrow" if have_pyarrow() else "npz"
+            container = "arrow" if have_pyarrow() and rows.embedding.shape[1] > 0 else "npz"
         if container == "arrow":
             payload: Any = rows_arrow_stream(rows)
         elif container == "npz":
