@@ -29,6 +29,7 @@ import type { PackedForest } from '../src/forest/packed.js';
 import { scoreCpu } from '../src/score/cpu.js';
 import { generateForest } from '../src/synth/generate.js';
 import { CLI } from './cli-helpers.js';
+import { PYTHON } from './python.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-fuzz-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -123,13 +124,13 @@ function samples(): Sample[] {
   const npzDeflated = encodeNpz(ndArraysOfForest(forest), true);
   // numpy's own writer: zip64 local headers, another entry order.
   writeFileSync(join(dir, 'base.npz'), npzStored);
-  const numpy = spawnSync('python3', ['-c', `
+  const numpy = spawnSync(PYTHON, ['-c', `
 import numpy as np, sys
 a = dict(np.load(sys.argv[1]))
 np.savez(sys.argv[2], **a)
 np.savez_compressed(sys.argv[3], **a)
 `, join(dir, 'base.npz'), join(dir, 'numpy.npz'), join(dir, 'numpy-z.npz')], { encoding: 'utf8' });
-  expect(numpy.status, `python3 with numpy is needed: ${numpy.stderr}`).toBe(0);
+  expect(numpy.status, `${PYTHON} with numpy is needed: ${numpy.stderr}`).toBe(0);
   const read = (name: string) => new Uint8Array(readFileSync(join(dir, name)));
   const out: Sample[] = [];
   for (const [name, bytes] of [['fflate stored', npzStored], ['fflate deflated', npzDeflated], ['numpy.savez', read('numpy.npz')], ['numpy.savez_compressed', read('numpy-z.npz')]] as const) {

@@ -11,6 +11,7 @@ import { crc32, tableCrc32 } from '../src/forest/crc32.js';
 import { loadForestFile } from '../src/forest/load.js';
 import { decodeNpz, encodeNpz } from '../src/forest/npz.js';
 import { generateForest } from '../src/synth/generate.js';
+import { PYTHON } from './python.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-npz-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,7 +30,7 @@ describe('the .npz reader', () => {
     for (const save of ['savez', 'savez_compressed']) {
       const out = join(dir, `${save}-piped.npz`);
       // numpy writes into an unseekable stream, so zipfile puts sizes and CRC after each entry's data.
-      const run = spawnSync('sh', ['-c', `python3 -c 'import numpy as np, sys; a = dict(np.load(sys.argv[1])); np.${save}(sys.stdout.buffer, **a)' ${source} | cat > ${out}`], { encoding: 'utf8' });
+      const run = spawnSync('sh', ['-c', `"$0" -c 'import numpy as np, sys; a = dict(np.load(sys.argv[1])); np.${save}(sys.stdout.buffer, **a)' ${source} | cat > ${out}`, PYTHON], { encoding: 'utf8' });
       expect(run.status, run.stderr).toBe(0);
       const bytes = readFileSync(out);
       expect(bytes.readUInt16LE(6) & 8, 'the archive uses data descriptors').toBe(8);
