@@ -3,7 +3,7 @@
  * asks for one sample after each sample of a path, so that every ratio compares times taken
  * moments apart on a shared machine. One request per line on stdin, one JSON reply per line:
  *
- *   whole FILE      score + allocate + plan JSON of the forest in FILE (read once), warm, default threads → {"seconds"}
+ *   whole FILE      score + allocate (on the scorer's threads) + plan JSON of the forest in FILE (read once), warm, default threads → {"seconds"}
  *   round DIR K     round K of DIR (round-K.npz, round-K-rollouts.json) on a live forest of DIR/in-process.npz
  *                   (rounds in order from 0): extend + plan + plan JSON of the changed trees → {"seconds", "samePlan"}
  *
@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { allocate } from '../src/allocate/allocate.js';
 import { planToJson } from '../src/allocate/plan.js';
+import { allocateOnThreads } from '../src/allocate/threaded.js';
 import { rowsFromNdArrays } from '../src/forest/columnar.js';
 import { loadForestFile } from '../src/forest/load.js';
 import { decodeNpz } from '../src/forest/npz.js';
@@ -22,6 +23,7 @@ import { createLiveForest } from '../src/live/create.js';
 import type { RolloutInput } from '../src/live/extend.js';
 import type { LiveForest } from '../src/live/forest.js';
 import { createScorer } from '../src/backend/select.js';
+import { CpuScorer } from '../src/score/cpu.js';
 import type { Scorer } from '../src/score/types.js';
 
 const BUDGET = 16;
@@ -35,7 +37,8 @@ async function whole(file: string): Promise<{ seconds: number; threads: number; 
   const once = async () => {
     const t = performance.now();
     const scores = await scorer!.score(forest!, { alpha: 1, tau: 0.5 });
-    JSON.stringify(planToJson(forest!, scores, allocate(forest!, scores, { budget: BUDGET })));
+    const allocation = scorer instanceof CpuScorer ? await allocateOnThreads(forest!, scores, { budget: BUDGET }, scorer) : allocate(forest!, scores, { budget: BUDGET });
+    JSON.stringify(planToJson(forest!, scores, allocation));
     return (performance.now() - t) / 1000;
   };
   if (forest === undefined) {
