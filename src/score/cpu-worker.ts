@@ -1,7 +1,8 @@
 import { parentPort } from 'node:worker_threads';
 import type { PackedForest } from '../forest/packed.js';
 import { CpuScratch, scoreGroupsCpu } from './cpu.js';
-import type { RangeTask, ScoreJob, TaskJob, WorkerReply } from './threads.js';
+import type { RangeTask } from './task.js';
+import type { ScoreJob, TaskJob, WorkerReply } from './threads.js';
 import type { Scores } from './types.js';
 
 /**

@@ -1,7 +1,8 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import { ScorerDestroyedError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
-import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost, type RangeTask } from './threads.js';
+import type { RangeTask } from './task.js';
+import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
 import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */

@@ -6,6 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import type { PackedForest } from '../forest/packed.js';
 import { OptionError } from '../util/errors.js';
 import { toShared } from '../util/shared.js';
+import type { RangeTask } from './task.js';
 import type { ScoreParams, Scores } from './types.js';
 
 /** `threads` itself when it is an integer >= 1 (a thread count option), else an `OptionError`. */
@@ -74,17 +75,6 @@ export interface ScoreJob {
   next: Int32Array;
   /** A pair-distance cache to read and fill (`PairDistances`, arrays in shared memory): live forests. */
   pairs?: { values: Float64Array; offset: Int32Array; known: Uint8Array };
-}
-
-/**
- * Work other than scoring that a worker runs over ranges of a job, chunk by chunk from the same
- * kind of shared queue: export `name` of the module at `module` (a file URL of compiled
- * JavaScript, or the path of a TypeScript source when the worker runs under tsx), called as
- * `fn(data, bounds[c], bounds[c + 1])`. The pool imports nothing of the caller's layer itself.
- */
-export interface RangeTask {
-  module: string;
-  name: string;
 }
 
 /** What a worker receives for a `RangeTask`: its data (typed arrays over SharedArrayBuffer, numbers, plain objects) and the chunk queue. */
@@ -191,7 +181,7 @@ export class CpuWorkerPool {
 
   private async dispatch(makeJob: (id: number, next: Int32Array) => ScoreJob | TaskJob, bounds: Int32Array, runHere: (start: number, end: number) => void): Promise<void> {
     if (this.destroyed) throw new Error('this CpuScorer was destroyed');
-    const workers = this.workers.length === this.size ? this.workers : await this.start();
+    const workers = this.workers.length === this.size ? this.workers : await this.startWorkers();
     const next = new Int32Array(new SharedArrayBuffer(4));
     const id = this.nextId++;
     const job = makeJob(id, next);
@@ -216,7 +206,12 @@ export class CpuWorkerPool {
   }
 
   /** Creates the worker threads (once); resolves when they exist, which is before they finish booting. */
-  start(): Promise<Worker[]> {
+  async start(): Promise<void> {
+    await this.startWorkers();
+  }
+
+  // Private, so that the published declarations name no node:worker_threads type.
+  private startWorkers(): Promise<Worker[]> {
     this.starting ??= (async () => {
       const { Worker } = await import('node:worker_threads');
       const entry = workerScript();
