@@ -13,6 +13,7 @@ export { createScorer, type Backend, type CreateScorerOptions } from './backend/
 export { parseForest, loadForestFile, parseJsonLenient, parseColumnarForest, sniffColumnar, type ForestFormat, type ColumnarFormat } from './forest/load.js';
 export { writeForestFile, forestBytes } from './forest/write.js';
 export { allocate, type Allocation } from './allocate/allocate.js';
+export { allocateOnThreads, PARALLEL_MIN_ROWS, type ThreadedAllocateOptions } from './allocate/threaded.js';
 export { globalBudgetShares, allocateShard, splitGathered, checkGathered, shareFingerprint, StaleSharesError, type ShardShares } from './allocate/shards.js';
 export { resolveAllocateOptions, DEFAULT_BUDGET, type AllocateOptions, type ResolvedAllocateOptions } from './allocate/options.js';
 export { planToJson, NonFiniteOutputError, type PlanJson, type TreePlan, type NodeAllocation, type NodeScore, type GroupScore } from './allocate/plan.js';

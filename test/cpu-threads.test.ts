@@ -63,6 +63,22 @@ describe('CPU scoring on worker threads', () => {
     expect(threaded.some((s, i) => s.workerChunks > before[i])).toBe(true);
   });
 
+  it('startThreads boots the workers before the first call, which scores the same (and is a no-op on one thread)', async () => {
+    const early = new CpuScorer({ threads: 3, minParallelCost: 0 });
+    onTestFinished(() => early.destroy());
+    expect(early.workerThreads).toBe(0);
+    await early.startThreads();
+    expect(early.workerThreads).toBe(2);
+    const forest = generateRegularForest({ trees: 50, branching: 3, depth: 3, dim: 16, seed: 4 });
+    expectIdentical(await early.score(forest), scoreCpu(forest));
+    const single = new CpuScorer({ threads: 1 });
+    await single.startThreads();
+    expect(single.workerThreads).toBe(0);
+    early.destroy();
+    await early.startThreads(); // after destroy: nothing starts
+    expect(early.workerThreads).toBe(0);
+  });
+
   it('is bit-identical on generated forests, shared and not, with groups of 1 to 300 children', async () => {
     const forests = [
       generateForest({ trees: 300, dim: 16, seed: 4, minBranch: 1, maxBranch: 12 }),

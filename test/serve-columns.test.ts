@@ -1,11 +1,15 @@
 import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { allocate } from '../src/allocate/allocate.js';
 import { planToJson } from '../src/allocate/plan.js';
-import { encodeArrow } from '../src/forest/arrow.js';
+import { encodeArrow } from '../src/forest/arrow-write.js';
 import { ndArraysOfForest, type NdArray } from '../src/forest/columnar.js';
 import { encodeNpz } from '../src/forest/npz.js';
-import { packForest } from '../src/forest/packed.js';
+import type { TreeInput } from '../src/forest/input.js';
+import { packForest, type PackedForest } from '../src/forest/packed.js';
 import { LiveSession } from '../src/live/protocol.js';
 import { scoreCpu } from '../src/score/cpu.js';
 import { generateForest } from '../src/synth/generate.js';
@@ -24,6 +28,18 @@ async function send(s: LiveSession, request: unknown): Promise<Reply> {
 }
 
 const viaJson = (x: unknown) => JSON.parse(JSON.stringify(x));
+
+/** A packed forest's trees as input objects, ids prefixed. */
+function treesOf(f: PackedForest, prefix: string): TreeInput[] {
+  return Array.from({ length: f.treeCount }, (_, t) => ({
+    id: `${prefix}${t}`,
+    nodes: Array.from({ length: f.treeOffset[t + 1] - f.treeOffset[t] }, (_, v) => {
+      const row = f.treeOffset[t] + v;
+      const p = f.parentRow[row];
+      return { parent: p < 0 ? -1 : p - f.treeOffset[t], reward: f.reward[row], visits: f.visits[row], uncertainty: f.uncertainty[row], terminal: f.terminal[row] === 1, embedding: Array.from(f.embedding.subarray(row * f.dim, (row + 1) * f.dim)) };
+    }),
+  }));
+}
 
 describe('serve add-columns (binary batches)', () => {
   it('adds a forest from an Arrow stream or an .npz and plans exactly what score does', async () => {
@@ -69,6 +85,45 @@ describe('serve add-columns (binary batches)', () => {
     expect(rep.result).toEqual({ trees: 1, added: ['a'], replaced: ['a'] });
     expect((await send(s, { op: 'stats' })).result).toMatchObject({ trees: 1, nodes: 2 });
     s.destroy();
+  });
+
+  it('reuses one payload buffer across batches of different sizes without mixing them up', () => {
+    // A large batch, then a small one (read into the same buffer, the large one's bytes after it), then a medium one.
+    const trees = [[30, 1], [3, 2], [12, 3]].map(([n, seed], k) => treesOf(generateForest({ trees: n, dim: 6, seed }), `b${k}-`));
+    const input = Buffer.concat([
+      ...trees.flatMap((t, k) => {
+        const f = packForest({ dim: 6, trees: t });
+        const payload = k === 1 ? encodeNpz(ndArraysOfForest(f)) : encodeArrow(f, 'stream');
+        return [Buffer.from(`${JSON.stringify({ id: k, op: 'add-columns', bytes: payload.length })}\n`), Buffer.from(payload)];
+      }),
+      Buffer.from(`${JSON.stringify({ id: 'p', op: 'plan', budget: 10 })}\n`),
+    ]);
+    const run = spawnSync(process.execPath, [CLI, 'serve', '--stdio', '--backend', 'cpu'], { input, encoding: 'utf8', timeout: 60_000 });
+    const replies = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Reply);
+    expect(replies.map((r) => r.ok), run.stderr).toEqual([true, true, true, true]);
+    const all = packForest({ dim: 6, trees: trees.flat() });
+    const sc = scoreCpu(all, { alpha: 1, tau: 0.5 });
+    const { replanned: _r, ...plan } = replies[3].result;
+    expect(plan).toEqual(viaJson(planToJson(all, sc, allocate(all, sc, { budget: 10 }))));
+  });
+
+  it('reads the same requests from a file as from a pipe (standard input redirected from a file is read as a stream)', () => {
+    const f = generateForest({ trees: 5, dim: 3, seed: 6 });
+    const payload = encodeArrow(f, 'stream');
+    const input = Buffer.concat([Buffer.from(`${JSON.stringify({ id: 1, op: 'add-columns', bytes: payload.length })}\n`), Buffer.from(payload), Buffer.from(`${JSON.stringify({ id: 2, op: 'plan', budget: 5 })}\n`)]);
+    const viaPipe = spawnSync(process.execPath, [CLI, 'serve', '--stdio', '--backend', 'cpu'], { input, encoding: 'utf8', timeout: 60_000 });
+    const dir = mkdtempSync(join(tmpdir(), 'trace-alloc-serve-file-'));
+    try {
+      writeFileSync(join(dir, 'requests'), input);
+      const fd = openSync(join(dir, 'requests'), 'r');
+      const viaFile = spawnSync(process.execPath, [CLI, 'serve', '--stdio', '--backend', 'cpu'], { stdio: [fd, 'pipe', 'pipe'], encoding: 'utf8', timeout: 60_000 });
+      closeSync(fd);
+      expect(viaFile.status, viaFile.stderr).toBe(0);
+      expect(viaFile.stdout).toBe(viaPipe.stdout);
+      expect(viaPipe.stdout.trim().split('\n').map((l) => (JSON.parse(l) as Reply).ok)).toEqual([true, true]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reads the payload as bytes between lines through the built CLI, and answers a truncated batch', () => {

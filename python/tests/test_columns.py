@@ -1,3 +1,4 @@
+import io
 import json
 
 import numpy as np
@@ -88,3 +89,22 @@ def test_save_npz_scores_like_the_same_forest_in_json(tmp_path, command):
 def test_the_package_is_typed():
     import importlib.resources as resources
     assert (resources.files(trace_alloc) / "py.typed").is_file()
+
+
+@pytest.mark.parametrize("zip64", [False, True])
+def test_the_streamed_npz_is_what_numpy_and_the_service_read(command, tmp_path, monkeypatch, zip64):
+    from trace_alloc._columns import NpzPayload
+    if zip64:  # every entry and the end records in zip64 form, as past 4 GiB
+        monkeypatch.setattr(NpzPayload, "zip64_from", 0)
+    cols = trace_alloc.check_forest(**regular_forest(12, 3, 2, 4, seed=8)).columns()
+    payload = NpzPayload(cols)
+    out = io.BytesIO()
+    payload.write_into(out.write)
+    assert len(out.getvalue()) == payload.nbytes
+    loaded = np.load(io.BytesIO(out.getvalue()))
+    for name, array in cols.items():
+        assert np.array_equal(loaded[name], array), name
+    path = tmp_path / "streamed.npz"
+    path.write_bytes(out.getvalue())
+    np.savez(tmp_path / "numpy.npz", **cols)
+    assert cli_plan(command, path) == cli_plan(command, tmp_path / "numpy.npz")

@@ -11,7 +11,7 @@ and tree advantages (python/README.md, "The whole loop"); `trace_alloc.trl` plug
             for a in tree.allocations:
                 ...  # start a.branches rollouts from node a.node, each to the episode's end
 """
-from ._client import Service, find_command
+from ._client import DEFAULT_TIMEOUT, Service, find_command
 from ._columns import ForestArrays, check_forest, save_npz
 from ._errors import TraceAllocError
 from ._plan import Allocation, GroupScore, NodeScore, Params, Plan, TreePlan
@@ -22,8 +22,8 @@ from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .tree import RolloutTree, Trajectory, TreeNode
 
 __all__ = [
-    "Allocation", "Budget", "EnvStep", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Prompt", "Request",
-    "RolloutResult", "RolloutTree", "Service", "TraceAllocError", "Trajectory", "TreeAdvantages", "TreeNode", "TreePlan",
-    "TreeRollout", "TreeValues", "Turn", "check_forest", "find_command", "save_npz",
+    "DEFAULT_TIMEOUT", "Allocation", "Budget", "EnvStep", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Prompt",
+    "Request", "RolloutResult", "RolloutTree", "Service", "TraceAllocError", "Trajectory", "TreeAdvantages", "TreeNode",
+    "TreePlan", "TreeRollout", "TreeValues", "Turn", "check_forest", "find_command", "save_npz",
 ]
 __version__ = "0.1.0"

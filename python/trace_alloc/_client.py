@@ -1,9 +1,11 @@
 """The client of `trace-alloc serve --stdio` (JSON Lines, plus binary batches for add_forest)."""
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
+import numbers
 import os
 import shlex
 import shutil
@@ -12,12 +14,21 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ._columns import ArrayLike, arrow_stream, check_forest, have_pyarrow, npz_bytes
+import numpy as np
+
+from ._columns import (ArrayLike, NpzPayload, StreamedPayload, arrow_table, check_forest, check_rows, have_pyarrow,
+                       rows_arrow_stream, rows_npz_bytes)
+from ._deadline import Deadline
 from ._errors import TraceAllocError
 from ._plan import Plan
 from ._values import TreeValues
 
-__all__ = ["Service", "find_command"]
+__all__ = ["DEFAULT_TIMEOUT", "Service", "find_command"]
+
+#: Seconds a request may take, from sending it to its whole reply, before the client gives up
+#: (`Service(timeout=...)`; None waits forever). Far above any real request (adding W1 as bytes
+#: takes seconds), so reaching it means the service hangs or was stopped.
+DEFAULT_TIMEOUT = 300.0
 
 
 # The Node runtime a platform wheel carries (`npm run build:wheel`): Node, the built CLI, its
@@ -89,19 +100,33 @@ def find_command() -> List[str]:
 
 
 def _first_non_finite(value: Any, path: str) -> Optional[tuple]:
-    if isinstance(value, float) and not math.isfinite(value):
-        return path, value
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(float(value)):
+        return path, float(value)
     if isinstance(value, Mapping):
         for k, v in value.items():
             found = _first_non_finite(v, "%s.%s" % (path, k) if path else str(k))
             if found:
                 return found
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
+    elif isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        for i, v in enumerate(value.tolist() if hasattr(value, "tolist") else value):
             found = _first_non_finite(v, "%s[%d]" % (path, i))
             if found:
                 return found
     return None
+
+
+def _plain(value: Any) -> Any:
+    """numpy (and torch) scalars and arrays as the Python numbers and lists JSON can hold, for
+    `json.dumps(default=...)`: an `np.int64` budget or an `np.float32` reward is a number."""
+    if isinstance(value, np.bool_):  # not a numbers.Integral
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if hasattr(value, "tolist"):  # numpy arrays and 0-d values, torch tensors
+        return value.tolist()
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
 
 
 def _non_finite_error(op: str, body: Mapping[str, Any]) -> TraceAllocError:
@@ -129,11 +154,18 @@ class Service:
     Every rejection raises `TraceAllocError`; the service and its forest stay usable after it.
     `command` is the whole command line (then `backend`, `dim`, `alpha`, `tau` are not added);
     by default it is `find_command() + ["serve", "--stdio", ...]`.
+
+    `timeout` (seconds, default `DEFAULT_TIMEOUT`; None: wait forever; also an attribute to
+    change later) bounds each request from sending it to its whole reply. A request past it
+    raises `TraceAllocError` with code "timeout" and stops the service (its replies could no
+    longer be matched to requests): start a new `Service` and add the trees again.
     """
 
     def __init__(self, command: Optional[Union[Sequence[str], str]] = None, *, backend: Optional[str] = None,
                  dim: Optional[int] = None, alpha: Optional[float] = None, tau: Optional[float] = None,
-                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> None:
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
         if command is None:
             argv = find_command() + ["serve", "--stdio"]
             for flag, value in (("--backend", backend), ("--dim", dim), ("--alpha", alpha), ("--tau", tau)):
@@ -151,54 +183,106 @@ class Service:
     # -- transport ---------------------------------------------------------------------------
 
     def _write(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
         try:
-            self._proc.stdin.write(data)  # type: ignore[union-attr]
+            while view.nbytes:  # a raw pipe may take part of a large write
+                written = self._proc.stdin.write(view)  # type: ignore[union-attr]
+                view = view[written or 0:]
         except (BrokenPipeError, ValueError, OSError):
             raise self._exited() from None
 
     def _exited(self) -> TraceAllocError:
+        deadline = getattr(self, "_deadline", None)
+        if deadline is not None and deadline.expired is not None:
+            op, seconds = deadline.expired
+            return TraceAllocError("timeout", "%s: no reply within %g s; the service was stopped (its replies could no "
+                                   "longer be matched to requests): start a new Service" % (op, seconds))
         return TraceAllocError("service_error", "trace-alloc serve exited (exit code %s)" % self._proc.poll())
 
+    def _reader(self) -> Any:
+        """The service's stdout, buffered: its raw pipe would be read one byte per system call."""
+        reader = getattr(self, "_buffered", None)
+        if reader is None:
+            reader = self._buffered = io.BufferedReader(self._proc.stdout, 1 << 16)  # type: ignore[arg-type]
+        return reader
+
     def _read_reply(self) -> Dict[str, Any]:
-        line = self._proc.stdout.readline()  # type: ignore[union-attr]
+        try:
+            line = self._reader().readline()
+        except (ValueError, OSError):
+            raise self._exited() from None
         if not line:
             raise self._exited()
-        return json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError as err:  # not JSON, or not UTF-8
+            raise TraceAllocError("service_error", "the service sent a line that is not a JSON reply (%s): %r"
+                                  % (err, line[:200])) from None
+        if not isinstance(reply, dict):
+            raise TraceAllocError("service_error", "the service sent %r, not a reply object" % (line[:200],))
+        return reply
+
+    def _within_timeout(self, op: str) -> Any:
+        """Arms the deadline for one request: past it, the service is stopped, which ends a blocked write or read."""
+        deadline = getattr(self, "_deadline", None)
+        if deadline is None:
+            deadline = self._deadline = Deadline(self.kill)
+        return deadline.running(op, self.timeout)
 
     def send_raw(self, line: str) -> Dict[str, Any]:
         """Sends one raw line; returns the decoded response object (for tests and debugging)."""
-        self._write((line.rstrip("\n") + "\n").encode("utf-8"))
-        return self._read_reply()
+        with self._within_timeout(line[:40]):
+            self._write((line.rstrip("\n") + "\n").encode("utf-8"))
+            return self._read_reply()
 
     def _finish(self, rid: int, reply: Mapping[str, Any]) -> Any:
         if reply.get("id") != rid:
             raise TraceAllocError("service_error", "response id %r does not match request id %r" % (reply.get("id"), rid))
         if not reply.get("ok"):
-            raise TraceAllocError.from_response(reply.get("error", {}))
+            error = reply.get("error")
+            raise TraceAllocError.from_response(error if isinstance(error, Mapping) else {"code": "service_error", "message": repr(error)})
+        if "result" not in reply:
+            raise TraceAllocError("service_error", "the reply to request %r has no result" % (rid,))
         return reply["result"]
 
     def request(self, op: str, **fields: Any) -> Any:
-        """Sends `{"op": op, "id": n, **fields}` (None fields left out); returns `result`."""
+        """Sends `{"op": op, "id": n, **fields}` (None fields left out); returns `result`.
+        numpy scalars and arrays (an `np.int64` budget) are sent as numbers and lists."""
         rid = next(self._ids)
         body = {"id": rid, "op": op}
         body.update({k: v for k, v in fields.items() if v is not None})
         try:
-            line = json.dumps(body, separators=(",", ":"), allow_nan=False)
+            line = json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain)
         except ValueError:  # NaN or infinity: not JSON, refused before sending, with the field named
             raise _non_finite_error(op, body) from None
         except TypeError as err:
             raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
-        return self._finish(rid, self.send_raw(line))
+        with self._within_timeout(op):
+            self._write((line + "\n").encode("utf-8"))
+            return self._finish(rid, self._read_reply())
 
     def request_binary(self, op: str, payload: Any, **fields: Any) -> Any:
-        """Sends a header line announcing `len(payload)` bytes, then the bytes (add-columns)."""
+        """Sends a header line announcing the payload's length, then the payload (add-columns,
+        extend): contiguous bytes, or a `StreamedPayload` written straight into the service."""
         rid = next(self._ids)
-        view = memoryview(payload).cast("B")
-        body = {"id": rid, "op": op, "bytes": view.nbytes}
+        streamed = isinstance(payload, (StreamedPayload, NpzPayload))
+        try:
+            view = None if streamed else memoryview(payload).cast("B")
+        except (TypeError, ValueError) as err:
+            raise TraceAllocError("invalid_request", "%s: the payload must be contiguous bytes: %s" % (op, err)) from None
+        body = {"id": rid, "op": op, "bytes": payload.nbytes if streamed else view.nbytes}
         body.update({k: v for k, v in fields.items() if v is not None})
-        self._write((json.dumps(body, separators=(",", ":")) + "\n").encode("utf-8"))
-        self._write(view)
-        return self._finish(rid, self._read_reply())
+        try:
+            header = json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain)
+        except (TypeError, ValueError) as err:
+            raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
+        with self._within_timeout(op):
+            self._write((header + "\n").encode("utf-8"))
+            if streamed:
+                payload.write_into(self._write)
+            else:
+                self._write(view)
+            return self._finish(rid, self._read_reply())
 
     # -- operations ----------------------------------------------------------------------------
 
@@ -212,19 +296,51 @@ class Service:
         `parent` (tree-local, -1 for roots), `reward`, `visits`, `uncertainty`, `terminal`,
         `embedding` (N x D, float32 or float64), `tree_id` (T strings; default: the trees'
         positions in the live forest). `replace=True` replaces live trees with the same ids.
-        `container`: "arrow" (needs pyarrow), "npz", or None (arrow when pyarrow is installed).
+        `container`: "arrow" (needs pyarrow), "npz", or None (arrow when pyarrow is installed and
+        dim > 0: pyarrow has no fixed-size list of length 0).
         All or nothing: a rejected batch changes nothing. Returns {trees, added, replaced}.
         """
         forest = check_forest(tree_offset, parent, reward, visits, uncertainty, terminal, embedding, tree_id)
         if container is None:
-            container = "arrow" if have_pyarrow() else "npz"
+            container = "arrow" if have_pyarrow() and forest.embedding.shape[1] > 0 else "npz"
         if container == "arrow":
-            payload: Any = arrow_stream(forest)
+            payload: Any = StreamedPayload(arrow_table(forest))
         elif container == "npz":
-            payload = npz_bytes(forest)
+            payload = NpzPayload(forest.columns())
         else:
             raise TraceAllocError("invalid_request", 'container must be "arrow" or "npz", got %r' % (container,))
         return self.request_binary("add-columns", payload, replace=True if replace else None)
+
+    def extend(self, tree_id: Optional[Any] = None, parent: Optional[ArrayLike] = None, embedding: Optional[ArrayLike] = None,
+               reward: Optional[ArrayLike] = None, visits: Optional[ArrayLike] = None,
+               uncertainty: Optional[ArrayLike] = None, terminal: Optional[ArrayLike] = None, *,
+               updates: Optional[Sequence[Mapping[str, Any]]] = None, rollouts: Optional[Sequence[Any]] = None,
+               container: Optional[str] = None) -> Dict[str, Any]:
+        """One round of growth in one request, all or none (docs/PROTOCOL.md, `extend`): new nodes
+        for many trees as columns — one row per node: `tree_id` (the tree it joins), `parent`
+        (tree-local: an existing node, or a new row of the same tree before it), `embedding`
+        (rows x D), optional `reward`, `visits`, `uncertainty`, `terminal` — sent as bytes; then
+        `updates` (dicts as for `update_many`, naming nodes that existed before) and finished
+        `rollouts` (dicts {"tree", "leaf" or "path", "reward"}, or tuples (tree, leaf, reward)),
+        whose paths may run through the new nodes. Returns {added, first: {tree: index of its
+        first new node}, updated, rollouts}."""
+        body: Dict[str, Any] = {}
+        if updates:
+            body["updates"] = list(updates)
+        if rollouts:
+            body["rollouts"] = [r if isinstance(r, Mapping) else {"tree": r[0], "leaf": r[1], "reward": r[2]} for r in rollouts]
+        if tree_id is None:
+            return self.request("extend", **body)
+        rows = check_rows(tree_id, parent, embedding, reward, visits, uncertainty, terminal)
+        if container is None:
+            container = "arrow" if have_pyarrow() and rows.embedding.shape[1] > 0 else "npz"
+        if container == "arrow":
+            payload: Any = rows_arrow_stream(rows)
+        elif container == "npz":
+            payload = rows_npz_bytes(rows)
+        else:
+            raise TraceAllocError("invalid_request", 'container must be "arrow" or "npz", got %r' % (container,))
+        return self.request_binary("extend", payload, **body)
 
     def add_tree(self, tree_id: str, nodes: List[Mapping[str, Any]]) -> Dict[str, Any]:
         """Adds one rollout tree; `nodes` are dicts (parent, reward, visits, uncertainty, terminal, embedding)."""
@@ -315,9 +431,11 @@ class Service:
             body = {"id": rid}
             body.update({k: v for k, v in fields.items() if v is not None})
             try:
-                bodies.append(json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n")
+                bodies.append(json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain).encode("utf-8") + b"\n")
             except ValueError:
                 raise _non_finite_error(str(fields.get("op")), body) from None
+            except TypeError as err:
+                raise TraceAllocError("invalid_request", "%s: %s" % (fields.get("op"), err)) from None
         failure: List[BaseException] = []
 
         def write_all() -> None:
@@ -328,14 +446,15 @@ class Service:
             except BaseException as err:  # noqa: BLE001 - handed to the caller below
                 failure.append(err)
 
-        writer = threading.Thread(target=write_all, daemon=True)
-        writer.start()
         replies = []
-        try:
-            for _ in bodies:
-                replies.append(self._read_reply())
-        finally:
-            writer.join()
+        with self._within_timeout("pipeline"):
+            writer = threading.Thread(target=write_all, daemon=True)
+            writer.start()
+            try:
+                for _ in bodies:
+                    replies.append(self._read_reply())
+            finally:
+                writer.join()
         if failure:
             raise failure[0]
         results = []
@@ -363,6 +482,9 @@ class Service:
 
     def close(self, timeout: float = 30) -> Optional[int]:
         """Ends the session (end of input) and waits for the service to exit; returns its exit code."""
+        deadline = getattr(self, "_deadline", None)
+        if deadline is not None:
+            deadline.stop()
         proc = self._proc
         if proc.stdin and not proc.stdin.closed:
             try:

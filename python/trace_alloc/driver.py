@@ -11,9 +11,8 @@ say, every rollout run to the episode's end, outcomes backed up, and the budget 
 of `rollouts_per_round`), then starts `branches` rollouts at each allocated node: each new
 rollout continues the node's prefix (the prompt, then every turn and observation on its path)
 one turn at a time, in batches over all running rollouts, until the environment ends its
-episode. The round's new nodes go to the service (`add-nodes`, one request per tree), and each
-finished rollout is backed up (`finish-rollout` with its outcome), all in one pipelined round
-trip. Rounds repeat until the budget is spent. Under the default rule every rollout runs to the
+episode. The round's new nodes go to the service as binary columns and each finished rollout is
+backed up with its outcome, all in one `extend` request (the round's growth, all or none). Rounds repeat until the budget is spent. Under the default rule every rollout runs to the
 end and the plan's `depth` (a fork horizon) is not needed; the driver never truncates a rollout
 at it.
 
@@ -144,7 +143,8 @@ class TreeRollout:
         self.learn_state = learn
         self.tree_prefix = tree_prefix
         self._runs = 0
-        self._pending: Dict[int, List[Dict[str, Any]]] = {}  # per tree: nodes made this round, not yet sent
+        # per tree: nodes made this round, not yet sent: (parent, uncertainty, terminal, embedding)
+        self._pending: Dict[int, List[Tuple[int, float, bool, Any]]] = {}
         if rule is not None:
             service.request("set-params", rule=rule)
 
@@ -343,26 +343,40 @@ class TreeRollout:
                         state=None if done else answer.state)
         r.node = tree.add(node)
         node_embedding = r.embedding_sum / n  # the token-weighted mean over the turn's pieces
-        self._pending.setdefault(r.tree, []).append(
-            {"parent": node.parent, "uncertainty": r.entropy_sum / n, "terminal": done,
-             "embedding": [float(x) for x in node_embedding]})
+        self._pending.setdefault(r.tree, []).append((node.parent, r.entropy_sum / n, done, node_embedding))
         r.tokens, r.logprobs, r.embedding_sum, r.entropy_sum = [], [], None, 0.0
         return done
 
     # -- the service -----------------------------------------------------------------------------------
 
     def _send(self, trees: List[RolloutTree], ended: List[Tuple[_Running, Trajectory]]) -> None:
-        """The round's new nodes (one add-nodes per tree) and every finished rollout's outcome, in one round trip."""
-        requests: List[Dict[str, Any]] = []
+        """The round's new nodes and every finished rollout's outcome in one `extend` request: the
+        nodes as binary columns (one row per node, tree by tree in the order they were made, so
+        each gets the index its `RolloutTree` gave it), the rollouts backed up through them."""
+        tree_ids: List[str] = []
+        parent: List[int] = []
+        uncertainty: List[float] = []
+        terminal: List[bool] = []
+        embedding: List[Any] = []
         for t, nodes in sorted(self._pending.items()):
-            requests.append({"op": "add-nodes", "tree": trees[t].id, "nodes": nodes})
+            for p, u, done, e in nodes:
+                tree_ids.append(trees[t].id)
+                parent.append(p)
+                uncertainty.append(u)
+                terminal.append(done)
+                embedding.append(e)
         self._pending = {}
-        for _, traj in ended:
-            if traj.finished:
-                requests.append({"op": "finish-rollout", "tree": trees[traj.tree].id, "leaf": traj.leaf,
-                                 "reward": traj.reward})
-        if requests:
-            self.service.pipeline(requests)
+        rollouts = [{"tree": trees[traj.tree].id, "leaf": traj.leaf, "reward": traj.reward}
+                    for _, traj in ended if traj.finished]
+        if not tree_ids:
+            if rollouts:
+                self.service.extend(rollouts=rollouts)
+            return
+        rows = np.stack([np.asarray(e, dtype=np.float64).reshape(-1) for e in embedding]) if self.dim > 0 \
+            else np.zeros((len(tree_ids), 0))
+        self.service.extend(np.asarray(tree_ids), np.asarray(parent, dtype=np.int64), rows,
+                            uncertainty=np.asarray(uncertainty, dtype=np.float64), terminal=np.asarray(terminal, dtype=np.bool_),
+                            rollouts=rollouts)
 
     def _learn(self, trees: List[RolloutTree], rounds: List[_Round]) -> None:
         """One α, τ step from every round: gains of the rollouts each round placed, at the nodes

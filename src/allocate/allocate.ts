@@ -1,12 +1,11 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
-import { liveNodes, splitGroups, type GroupSplit } from './live.js';
+import { emptySplit } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
 import { LargestRemainder } from './rounding.js';
-import { flowClaimsV2 } from './v2.js';
-import { ContestFlowScratch, contestFlowRows, flowContestV3, splitGroupsV3 } from './v3.js';
-import { logPriority } from './priority.js';
+import { placeTrees, prepareTrees, treeSignalRange, type TreeWork } from './trees.js';
 import { OptionError } from '../util/errors.js';
+import { sharedArray } from '../util/shared.js';
 
 /** A plan in packed form: per-tree and per-row arrays aligned with the `PackedForest`. */
 export interface Allocation {
@@ -33,112 +32,64 @@ export interface Allocation {
 
 /**
  * Scores → rollouts per node, depths and early stops (docs/ALGORITHM.md, "Allocation"), under
- * rule v3 (default), v2 or v1. Pure; allocates its outputs only.
+ * rule v3 (default), v2 or v1. Pure; allocates its outputs only. `allocateOnThreads` gives the
+ * same plan bit for bit on the CPU scorer's worker threads.
  */
 export function allocate(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): Allocation {
-  assertPackedForest(forest);
-  const opts = resolveAllocateOptions(options, scores.params.rule);
-  const { treeCount, nodeCount, treeOffset, childGroup, parentRow, groupOffset } = forest;
-  if (scores.weight.length !== nodeCount || scores.intensity.length !== forest.groupCount) {
-    throw new RangeError(`scores do not match the forest (${scores.weight.length} weights for ${nodeCount} nodes)`);
-  }
-  const { weight, intensity } = scores;
-  assertFiniteScores(forest, scores);
-  const live = liveNodes(forest);
-  const split = opts.rule === 'v3' ? splitGroupsV3(forest, weight, live, opts.pruneRatio) : splitGroups(forest, weight, live, opts.pruneRatio);
-
-  const treeBudget = new Float64Array(treeCount);
-  let unallocatedTotal = 0;
-  if (opts.totalBudget !== undefined) {
-    unallocatedTotal = splitGlobalBudget(forest, treeSignals(forest, intensity, opts.rule), live, opts.totalBudget, opts.minPerTree, opts.treeFloor, treeBudget);
-  } else {
-    const b = opts.budget;
-    if (typeof b !== 'number' && b.length !== treeCount) throw new OptionError(`budget has ${b.length} entries for ${treeCount} trees`);
-    for (let t = 0; t < treeCount; t++) treeBudget[t] = typeof b === 'number' ? b : b[t];
-  }
-
-  // ψ_v: priority relative to a uniform split along the path (depths; v2's claims).
-  const priority = new Float64Array(nodeCount);
-  for (let v = 0; v < nodeCount; v++) {
-    const p = parentRow[v];
-    priority[v] = p < 0 ? 1 : priority[p] * (groupOffset[childGroup[p] + 1] - groupOffset[childGroup[p]]) * weight[v];
-  }
-
-  const mass = new Float64Array(nodeCount);
-  const unallocated = new Float64Array(treeCount);
-  if (opts.rule === 'v3') {
-    const rows = contestFlowRows(forest, weight, intensity);
-    const scratch = new ContestFlowScratch();
-    const settings = { contestGain: opts.contestGain, forkKeep: opts.forkKeep };
-    for (let t = 0; t < treeCount; t++) {
-      const placed = flowContestV3(rows, treeOffset[t], treeOffset[t + 1], treeBudget[t], split.kept, live, settings, scratch, mass);
-      if (!placed) unallocated[t] = treeBudget[t];
-    }
-  } else if (opts.rule === 'v2') {
-    const reach = new Uint8Array(nodeCount);
-    let logPsi: Float64Array | undefined;
-    const lazyLogPsi = () => (logPsi ??= logPriority(forest, weight));
-    for (let t = 0; t < treeCount; t++) {
-      const placed = live[treeOffset[t]] === 1 && flowClaimsV2(forest, t, treeBudget[t], split, live, intensity, opts.contestGain, priority, reach, mass, lazyLogPsi);
-      if (!placed) unallocated[t] = treeBudget[t];
-    }
-  } else {
-    flowV1(forest, weight, intensity, live, split, treeBudget, opts.widen, mass, unallocated);
-  }
-
-  const branches = new Int32Array(nodeCount);
-  const rounding = new LargestRemainder();
-  for (let t = 0; t < treeCount; t++) {
-    if (unallocated[t] > 0 || treeBudget[t] === 0) continue;
-    rounding.round(mass, treeOffset[t], treeOffset[t + 1], treeBudget[t], branches);
-  }
-
-  const depth = new Int32Array(nodeCount);
-  for (let v = 0; v < nodeCount; v++) {
-    if (branches[v] > 0) {
-      const d = Math.floor(opts.baseDepth * Math.pow(priority[v], opts.depthGain) + 0.5);
-      depth[v] = Math.min(opts.maxDepth, Math.max(opts.minDepth, d));
-    }
-  }
-  return { options: opts, treeBudget, unallocated, unallocatedTotal, mass, branches, depth, priority, pruned: split.pruned, live };
+  const work = beginAllocation(forest, scores, options);
+  prepareTrees(work, 0, forest.treeCount);
+  const unallocatedTotal = budgetTrees(work, scores);
+  placeTrees(work, 0, forest.treeCount);
+  return finishAllocation(work, unallocatedTotal);
 }
 
 /**
- * Rule v1's flow: the root gets mass B; a node with mass m and kept children keeps
- * x = m·λ·I (0 if terminal) and passes m − x to its kept children in proportion to their
- * weights; a node with no kept child keeps all of m. Rows are parent-first within each tree.
+ * The checks and the arrays of an allocation (`TreeWork`), before its two per-tree passes
+ * (`prepareTrees`, then `placeTrees` once `budgetTrees` has set every tree's budget).
  */
-function flowV1(
-  forest: PackedForest,
-  weight: Scores['weight'],
-  intensity: Scores['intensity'],
-  live: Uint8Array,
-  split: GroupSplit,
-  treeBudget: Float64Array,
-  widen: number,
-  mass: Float64Array,
-  unallocated: Float64Array,
-): void {
-  const { treeCount, nodeCount, treeOffset, terminal, childGroup, groupOffset, groupChild } = forest;
-  const inflow = new Float64Array(nodeCount);
-  for (let t = 0; t < treeCount; t++) {
-    const root = treeOffset[t];
-    if (!live[root]) { unallocated[t] = treeBudget[t]; continue; }
-    inflow[root] = treeBudget[t];
-    for (let v = root; v < treeOffset[t + 1]; v++) {
-      const m = inflow[v];
-      if (m === 0) continue;
-      const g = childGroup[v];
-      if (g < 0 || split.keptCount[g] === 0) { mass[v] = m; continue; }
-      const x = terminal[v] ? 0 : m * widen * intensity[g];
-      mass[v] = x;
-      const share = (m - x) / split.keptWeight[g];
-      for (let s = groupOffset[g]; s < groupOffset[g + 1]; s++) {
-        const c = groupChild[s];
-        if (split.kept[c]) inflow[c] = share * weight[c];
-      }
-    }
+export function beginAllocation(forest: PackedForest, scores: Scores, options: AllocateOptions): TreeWork {
+  assertPackedForest(forest);
+  const opts = resolveAllocateOptions(options, scores.params.rule);
+  const { treeCount, nodeCount, groupCount } = forest;
+  if (scores.weight.length !== nodeCount || scores.intensity.length !== groupCount) {
+    throw new RangeError(`scores do not match the forest (${scores.weight.length} weights for ${nodeCount} nodes)`);
   }
+  const f64 = (n: number) => sharedArray(Float64Array, n);
+  const rows = (rule: ResolvedAllocateOptions['rule']) => (opts.rule === rule ? nodeCount : 0);
+  return {
+    forest, weight: scores.weight, intensity: scores.intensity, options: opts,
+    live: sharedArray(Uint8Array, nodeCount),
+    split: emptySplit(forest, (Ctor, n) => sharedArray(Ctor as never, n)),
+    priority: f64(nodeCount), signal: f64(treeCount), treeBudget: f64(treeCount), unallocated: f64(treeCount),
+    mass: f64(nodeCount), branches: sharedArray(Int32Array, nodeCount), depth: sharedArray(Int32Array, nodeCount),
+    reach: sharedArray(Uint8Array, rows('v2')), logPsi: f64(rows('v2')), inflow: f64(rows('v1')),
+    childStart: sharedArray(Int32Array, rows('v3')), childCount: sharedArray(Int32Array, rows('v3')), rowIntensity: f64(rows('v3')),
+    nonFinite: sharedArray(Uint8Array, 1),
+  };
+}
+
+/**
+ * Between the passes: names a non-finite score, then sets every tree's budget (given, or its
+ * share of the global total, rounded across trees). Returns the total that could not be placed.
+ */
+export function budgetTrees(work: TreeWork, scores: Scores): number {
+  const { forest, treeBudget, options: opts } = work;
+  if (work.nonFinite[0]) assertFiniteScores(forest, scores);
+  if (opts.totalBudget !== undefined) {
+    return splitGlobalBudget(forest, work.signal, work.live, opts.totalBudget, opts.minPerTree, opts.treeFloor, treeBudget);
+  }
+  const b = opts.budget;
+  if (typeof b !== 'number' && b.length !== forest.treeCount) throw new OptionError(`budget has ${b.length} entries for ${forest.treeCount} trees`);
+  for (let t = 0; t < forest.treeCount; t++) treeBudget[t] = typeof b === 'number' ? b : b[t];
+  return 0;
+}
+
+/** The allocation the passes filled in. */
+export function finishAllocation(work: TreeWork, unallocatedTotal: number): Allocation {
+  return {
+    options: work.options, treeBudget: work.treeBudget, unallocated: work.unallocated, unallocatedTotal, mass: work.mass,
+    branches: work.branches, depth: work.depth, priority: work.priority, pruned: work.split.pruned, live: work.live,
+  };
 }
 
 /**
@@ -147,20 +98,8 @@ function flowV1(
  * root has fewer than two children) — how much its fresh rollouts disagree.
  */
 export function treeSignals(forest: PackedForest, intensity: Scores['intensity'], rule: ResolvedAllocateOptions['rule']): Float64Array {
-  const { treeCount, treeOffset, treeGroupOffset, groupOffset, childGroup } = forest;
-  const out = new Float64Array(treeCount);
-  for (let t = 0; t < treeCount; t++) {
-    if (rule === 'v3') {
-      const g = childGroup[treeOffset[t]];
-      out[t] = g >= 0 && groupOffset[g + 1] - groupOffset[g] >= 2 ? intensity[g] : 0;
-      continue;
-    }
-    let sum = 0, count = 0;
-    for (let g = treeGroupOffset[t]; g < treeGroupOffset[t + 1]; g++) {
-      if (groupOffset[g + 1] - groupOffset[g] >= 2) { sum += intensity[g]; count++; }
-    }
-    out[t] = count > 0 ? sum / count : 0;
-  }
+  const out = new Float64Array(forest.treeCount);
+  treeSignalRange(forest, intensity, rule, 0, forest.treeCount, out);
   return out;
 }
 

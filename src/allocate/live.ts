@@ -6,11 +6,16 @@ import type { RealArray } from '../score/types.js';
  * reverse pass over the rows settles every node.
  */
 export function liveNodes(forest: PackedForest): Uint8Array {
-  const { nodeCount, terminal, parentRow } = forest;
-  const live = new Uint8Array(nodeCount);
-  for (let v = 0; v < nodeCount; v++) live[v] = terminal[v] ? 0 : 1;
-  for (let v = nodeCount - 1; v >= 0; v--) if (live[v] && parentRow[v] >= 0) live[parentRow[v]] = 1;
+  const live = new Uint8Array(forest.nodeCount);
+  liveRows(forest, 0, forest.nodeCount, live);
   return live;
+}
+
+/** `liveNodes` for rows [lo, hi), which must be whole trees (a parent is in its child's tree), into `live`. */
+export function liveRows(forest: PackedForest, lo: number, hi: number, live: Uint8Array): void {
+  const { terminal, parentRow } = forest;
+  for (let v = lo; v < hi; v++) live[v] = terminal[v] ? 0 : 1;
+  for (let v = hi - 1; v >= lo; v--) if (live[v] && parentRow[v] >= 0) live[parentRow[v]] = 1;
 }
 
 export interface GroupSplit {
@@ -24,14 +29,28 @@ export interface GroupSplit {
   keptCount: Int32Array;
 }
 
+/** Empty kept/pruned arrays for `forest` (rows and groups), filled by `splitGroupRange` or `splitGroupRangeV3`. */
+export function emptySplit(forest: PackedForest, array: <T extends Uint8Array | Int32Array | Float64Array>(Ctor: { new (n: number): T }, n: number) => T = (Ctor, n) => new Ctor(n)): GroupSplit {
+  return {
+    kept: array(Uint8Array, forest.nodeCount),
+    pruned: array(Uint8Array, forest.nodeCount),
+    keptWeight: array(Float64Array, forest.groupCount),
+    keptCount: array(Int32Array, forest.groupCount),
+  };
+}
+
 /** Splits every group's live children into kept and pruned by the weight threshold ρ·w*. */
 export function splitGroups(forest: PackedForest, weight: RealArray, live: Uint8Array, pruneRatio: number): GroupSplit {
-  const { nodeCount, groupCount, groupOffset, groupChild } = forest;
-  const kept = new Uint8Array(nodeCount);
-  const pruned = new Uint8Array(nodeCount);
-  const keptWeight = new Float64Array(groupCount);
-  const keptCount = new Int32Array(groupCount);
-  for (let g = 0; g < groupCount; g++) {
+  const split = emptySplit(forest);
+  splitGroupRange(forest, weight, live, pruneRatio, 0, forest.groupCount, split);
+  return split;
+}
+
+/** `splitGroups` for groups [g0, g1) into `out` (zeroed there). */
+export function splitGroupRange(forest: PackedForest, weight: RealArray, live: Uint8Array, pruneRatio: number, g0: number, g1: number, out: GroupSplit): void {
+  const { groupOffset, groupChild } = forest;
+  const { kept, pruned, keptWeight, keptCount } = out;
+  for (let g = g0; g < g1; g++) {
     const start = groupOffset[g], end = groupOffset[g + 1];
     let wStar = -Infinity;
     for (let s = start; s < end; s++) {
@@ -49,5 +68,4 @@ export function splitGroups(forest: PackedForest, weight: RealArray, live: Uint8
     keptWeight[g] = sum;
     keptCount[g] = count;
   }
-  return { kept, pruned, keptWeight, keptCount };
 }

@@ -7,13 +7,18 @@ import type { RealArray } from '../score/types.js';
  * (ψ ≤ k per level) and a branch whose weight underflowed to 0 gets −∞ (ψ = 0), not NaN below.
  */
 export function logPriority(forest: PackedForest, weight: RealArray): Float64Array {
-  const { nodeCount, parentRow, childGroup, groupOffset } = forest;
-  const out = new Float64Array(nodeCount);
-  for (let v = 0; v < nodeCount; v++) {
+  const out = new Float64Array(forest.nodeCount);
+  logPriorityRows(forest, weight, 0, forest.nodeCount, out);
+  return out;
+}
+
+/** `logPriority` for rows [lo, hi), which must be whole trees, into `out`. */
+export function logPriorityRows(forest: PackedForest, weight: RealArray, lo: number, hi: number, out: Float64Array): void {
+  const { parentRow, childGroup, groupOffset } = forest;
+  for (let v = lo; v < hi; v++) {
     const p = parentRow[v];
     if (p < 0) { out[v] = 0; continue; }
     const g = childGroup[p];
     out[v] = out[p] + Math.log((groupOffset[g + 1] - groupOffset[g]) * weight[v]);
   }
-  return out;
 }

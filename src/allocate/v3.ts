@@ -1,6 +1,6 @@
 import type { PackedForest } from '../forest/packed.js';
 import type { RealArray } from '../score/types.js';
-import type { GroupSplit } from './live.js';
+import { emptySplit, type GroupSplit } from './live.js';
 
 /**
  * Rule v3's kept/pruned split (docs/ALGORITHM.md, "v3: early stop"): like v2's, except that a
@@ -9,12 +9,16 @@ import type { GroupSplit } from './live.js';
  * often prune a just-added branch before it could show anything.
  */
 export function splitGroupsV3(forest: PackedForest, weight: RealArray, live: Uint8Array, pruneRatio: number): GroupSplit {
-  const { nodeCount, groupCount, groupOffset, groupChild, visits } = forest;
-  const kept = new Uint8Array(nodeCount);
-  const pruned = new Uint8Array(nodeCount);
-  const keptWeight = new Float64Array(groupCount);
-  const keptCount = new Int32Array(groupCount);
-  for (let g = 0; g < groupCount; g++) {
+  const split = emptySplit(forest);
+  splitGroupRangeV3(forest, weight, live, pruneRatio, 0, forest.groupCount, split);
+  return split;
+}
+
+/** `splitGroupsV3` for groups [g0, g1) into `out` (zeroed there). */
+export function splitGroupRangeV3(forest: PackedForest, weight: RealArray, live: Uint8Array, pruneRatio: number, g0: number, g1: number, out: GroupSplit): void {
+  const { groupOffset, groupChild, visits } = forest;
+  const { kept, pruned, keptWeight, keptCount } = out;
+  for (let g = g0; g < g1; g++) {
     const start = groupOffset[g], end = groupOffset[g + 1];
     let wStar = -Infinity;
     for (let s = start; s < end; s++) {
@@ -31,7 +35,6 @@ export function splitGroupsV3(forest: PackedForest, weight: RealArray, live: Uin
     keptWeight[g] = sum;
     keptCount[g] = count;
   }
-  return { kept, pruned, keptWeight, keptCount };
 }
 
 /**
@@ -56,19 +59,31 @@ export interface ContestFlowRows {
 
 /** `ContestFlowRows` over a packed forest: its group index seen per row (O(nodes) arrays). */
 export function contestFlowRows(forest: PackedForest, weight: RealArray, intensity: RealArray): ContestFlowRows {
-  const { nodeCount, childGroup, groupOffset } = forest;
-  const childStart = new Int32Array(nodeCount), childCount = new Int32Array(nodeCount), rowIntensity = new Float64Array(nodeCount);
-  for (let v = 0; v < nodeCount; v++) {
-    const g = childGroup[v];
-    if (g < 0) continue;
-    childStart[v] = groupOffset[g];
-    childCount[v] = groupOffset[g + 1] - groupOffset[g];
-    rowIntensity[v] = intensity[g];
-  }
+  const n = forest.nodeCount;
+  const rows = contestFlowRowArrays(forest, weight, new Int32Array(n), new Int32Array(n), new Float64Array(n));
+  fillContestFlowRows(forest, intensity, 0, n, rows);
+  return rows;
+}
+
+/** `ContestFlowRows` over a packed forest whose per-row arrays (`childStart`, `childCount`, `intensity`, each nodeCount long) are filled later by `fillContestFlowRows`. */
+export function contestFlowRowArrays(forest: PackedForest, weight: RealArray, childStart: Int32Array, childCount: Int32Array, rowIntensity: Float64Array): ContestFlowRows {
   return {
     parentRow: forest.parentRow, childStart, childCount, child: forest.groupChild,
     terminal: forest.terminal, visits: forest.visits, reward: forest.reward, weight, intensity: rowIntensity,
   };
+}
+
+/** Fills rows [lo, hi) of `contestFlowRowArrays`' per-row arrays from the forest's groups. */
+export function fillContestFlowRows(forest: PackedForest, intensity: RealArray, lo: number, hi: number, rows: ContestFlowRows): void {
+  const { childGroup, groupOffset } = forest;
+  const childStart = rows.childStart, childCount = rows.childCount, rowIntensity = rows.intensity as Float64Array;
+  for (let v = lo; v < hi; v++) {
+    const g = childGroup[v];
+    if (g < 0) { childStart[v] = 0; childCount[v] = 0; rowIntensity[v] = 0; continue; }
+    childStart[v] = groupOffset[g];
+    childCount[v] = groupOffset[g + 1] - groupOffset[g];
+    rowIntensity[v] = intensity[g];
+  }
 }
 
 /** Reusable per-tree working memory of `flowContestV3` (sized to the largest tree seen). */

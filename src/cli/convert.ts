@@ -1,7 +1,7 @@
 import { formatOfPath, loadForestFile } from '../forest/load.js';
 import { writeForestFile } from '../forest/write.js';
 import { checkGroupSizes } from '../forest/limits.js';
-import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
+import { FOREST_FLAGS, loadOptions, maxGroupSizeFlag, parseFlags, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP } from './help.js';
 import { checkOutputPath } from './output.js';
 
@@ -29,7 +29,7 @@ export async function runConvert(argv: readonly string[]): Promise<number> {
   if (format === undefined) throw new UsageError(`cannot tell the output format from ${JSON.stringify(output)}: use a .json, .jsonl, .npz or .arrow name, or --format`);
   if (output === '-') throw new UsageError('convert writes a file: give OUT a path');
   checkOutputPath(output);
-  const forest = loadForestFile(input, { allowUnknownFields: values['allow-unknown-fields'] === true });
+  const forest = loadForestFile(input, loadOptions(values));
   checkGroupSizes(forest, maxGroupSizeFlag(values));
   writeForestFile(forest, output, format);
   process.stderr.write(`trace-alloc: wrote ${forest.treeCount} trees, ${forest.nodeCount} nodes (dim ${forest.dim}) to ${output} as ${format}\n`);

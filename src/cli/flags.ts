@@ -1,5 +1,6 @@
 import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
+import type { LoadOptions } from '../forest/load.js';
 import type { Backend } from '../backend/select.js';
 import type { ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
@@ -78,8 +79,8 @@ export const SCORE_FLAGS = {
   threads: 'int',
 } as const satisfies FlagDefs;
 
-/** The flag of every command that reads a forest file: keep fields the format does not know. */
-export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int' } as const satisfies FlagDefs;
+/** The flags of every command that reads a forest file. */
+export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int' } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
   params: ScoreParams;
@@ -150,4 +151,17 @@ export function maxGroupSizeFlag(values: FlagValues): number {
   if (max === undefined) return DEFAULT_MAX_GROUP_SIZE;
   if (max < 1) throw new UsageError(`--max-group-size must be an integer >= 1, got ${max}`);
   return max;
+}
+
+/** `--max-inflated-bytes N`: the most bytes a compressed `.npz`'s arrays may inflate to (default: the reader's). */
+export function maxInflatedBytesFlag(values: FlagValues): number | undefined {
+  const max = values['max-inflated-bytes'] as number | undefined;
+  if (max !== undefined && max < 1) throw new UsageError(`--max-inflated-bytes must be an integer >= 1, got ${max}`);
+  return max;
+}
+
+/** How `score`, `viz` and `convert` read their forest file, from the forest flags. */
+export function loadOptions(values: FlagValues): LoadOptions {
+  const maxInflatedBytes = maxInflatedBytesFlag(values);
+  return { allowUnknownFields: values['allow-unknown-fields'] === true, ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}) };
 }

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { ForestError } from '../forest/errors.js';
-import { OptionError } from '../util/errors.js';
+import { exitCodeFor } from './exit-code.js';
 import { UsageError } from './flags.js';
 
 import type { CommandHelp } from './help.js';
@@ -74,11 +73,6 @@ async function version(): Promise<string> {
   const { readFileSync } = await import('node:fs');
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
-}
-
-/** Bad input and bad flags exit 2 with one line; anything else is our fault and exits 1. */
-function exitCodeFor(err: unknown): number {
-  return err instanceof UsageError || err instanceof ForestError || err instanceof OptionError ? 2 : 1;
 }
 
 main(process.argv.slice(2)).then(

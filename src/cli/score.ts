@@ -1,9 +1,11 @@
 import { allocate } from '../allocate/allocate.js';
 import { planToJson } from '../allocate/plan.js';
+import { allocateOnThreads } from '../allocate/threaded.js';
 import { checkGroupSizes } from '../forest/limits.js';
 import { loadForestFile } from '../forest/load.js';
-import { createScorer } from '../backend/select.js';
-import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { statSync } from 'node:fs';
+import { CpuScorer } from '../score/cpu.js';
+import { FOREST_FLAGS, loadOptions, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
 import { checkOutputPath, writeResult } from './output.js';
 
@@ -24,6 +26,17 @@ the tree, the node and the field), 1 internal error; nothing is written when any
   },
 });
 
+/** From this file size a forest is worth scoring on threads (about the work `PARALLEL_MIN_COST` stands for). */
+const THREADS_WHILE_READING_BYTES = 4 << 20;
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0; // loadForestFile reports it
+  }
+}
+
 /** `trace-alloc score`: forest file → plan JSON (docs/ALGORITHM.md, 'Allocation'). Nothing is written unless everything succeeded. */
 export async function runScore(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, SCORE_COMMAND.flags);
@@ -32,13 +45,24 @@ export async function runScore(argv: readonly string[]): Promise<number> {
   for (const line of settings.notices) process.stderr.write(`trace-alloc: ${line}\n`);
   const maxGroupSize = maxGroupSizeFlag(values);
   checkOutputPath(values.out as string | undefined);
-  const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
-  checkGroupSizes(forest, maxGroupSize);
-  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const path = positionals[0];
+  // On the cpu backend the scoring threads boot while a large file is read (the GPU modules are not loaded at all).
+  const early = settings.backend === 'cpu' ? new CpuScorer({ threads: settings.threads }) : undefined;
+  if (early !== undefined && path !== '-' && fileSize(path) >= THREADS_WHILE_READING_BYTES) await early.startThreads();
+  let forest;
+  try {
+    forest = loadForestFile(path, loadOptions(values));
+    checkGroupSizes(forest, maxGroupSize);
+  } catch (err) {
+    early?.destroy();
+    throw err;
+  }
+  const scorer = early ?? await (await import('../backend/select.js')).createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);
-    const allocation = allocate(forest, scores, settings.allocate);
+    // On the CPU the allocation runs on the scorer's threads too (the same plan bit for bit).
+    const allocation = scorer instanceof CpuScorer ? await allocateOnThreads(forest, scores, settings.allocate, scorer) : allocate(forest, scores, settings.allocate);
     plan = planToJson(forest, scores, allocation, { includeScores: values.scores === true });
   } finally {
     scorer.destroy();

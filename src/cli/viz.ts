@@ -8,7 +8,7 @@ import { createScorer } from '../backend/select.js';
 import { DEFAULT_MAX_TREES, rankTreesByContest } from '../viz/model.js';
 import { COLOR_METRICS, type ColorMetric } from '../viz/palette.js';
 import { writeTreeSvg, writeTreeView } from '../viz/write.js';
-import { FOREST_FLAGS, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
+import { FOREST_FLAGS, loadOptions, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
 
 export const VIZ_COMMAND = defineCommand({
@@ -54,7 +54,7 @@ export async function runViz(argv: string[]): Promise<number> {
   if (mismatch !== undefined) process.stderr.write(`trace-alloc: warning: ${mismatch}\n`);
 
   const maxGroupSize = maxGroupSizeFlag(values);
-  const forest = loadForestFile(positionals[0], { allowUnknownFields: values['allow-unknown-fields'] === true });
+  const forest = loadForestFile(positionals[0], loadOptions(values));
   checkGroupSizes(forest, maxGroupSize);
   if (forest.treeCount === 0) throw new UsageError(`${positionals[0]} holds no trees to draw`);
   const treeId = values.tree as string | undefined;

@@ -90,6 +90,69 @@ export function columnsFromNdArrays(arrays: ReadonlyMap<string, NdArray>, source
   return { dim, treeIds, treeOffset: treeOffset!, parent, reward, visits, uncertainty, terminal, embedding };
 }
 
+/** Columns of new nodes for existing trees (the service's `extend`): one row per node, each naming its tree. */
+export interface NodeRows {
+  dim: number;
+  /** Per row: the id of the tree the node joins. */
+  treeIds: string[];
+  /** Per row: the tree-local index of the parent (an existing node, or a new one earlier in the rows of the same tree). */
+  parent: Int32Array;
+  reward: Float64Array;
+  visits: Float64Array;
+  uncertainty: Float64Array;
+  terminal: Uint8Array;
+  /** Rows × dim, row-major. */
+  embedding: Float32Array | Float64Array;
+}
+
+export const ROW_COLUMN_NAMES = ['tree_id', 'parent', 'reward', 'visits', 'uncertainty', 'terminal', 'embedding'] as const;
+
+/**
+ * Dtype and shape checks of a batch of new nodes (`ROW_COLUMN_NAMES`; `tree_id` and `parent`
+ * required, one value per row), converted as for whole forests. Values are checked where the
+ * nodes join their trees (`LiveStore.checkNodes`).
+ */
+export function rowsFromNdArrays(arrays: ReadonlyMap<string, NdArray>, source: string): NodeRows {
+  for (const name of arrays.keys()) {
+    if (!(ROW_COLUMN_NAMES as readonly string[]).includes(name)) {
+      throw new ForestError({ field: name }, `${source}: unknown column (columns of new nodes: ${ROW_COLUMN_NAMES.join(', ')})`);
+    }
+  }
+  const fail = (field: string, reason: string): never => { throw new ForestError({ field }, `${source}: ${reason}`); };
+  const ids = arrays.get('tree_id');
+  if (ids === undefined) fail('tree_id', 'the column is required: the tree of each new node');
+  if (ids!.kind !== 'string') fail('tree_id', `must be strings, got dtype ${ids!.dtype}`);
+  if (ids!.shape.length !== 1) fail('tree_id', `must be 1-D, got shape (${ids!.shape.join(', ')})`);
+  const n = ids!.shape[0];
+  const parentArr = arrays.get('parent');
+  if (parentArr === undefined) fail('parent', 'the column is required');
+  if (parentArr!.kind !== 'numeric' || !INTEGER_DTYPES.includes(parentArr!.dtype)) fail('parent', `must be integers, got dtype ${parentArr!.dtype}`);
+  if (parentArr!.shape.length !== 1 || parentArr!.shape[0] !== n) fail('parent', `must have one value per row (${n}), got shape (${parentArr!.shape.join(', ')})`);
+  const at = (row: number): ForestErrorLocation => ({ node: row });
+  const numeric = (name: ColumnName, allowed: readonly NumericDtype[], what: string) => {
+    const a = arrays.get(name);
+    if (a === undefined) return undefined;
+    if (a.kind !== 'numeric' || !allowed.includes(a.dtype)) fail(name, `must be ${what}, got dtype ${a.dtype}`);
+    if (name !== 'embedding' && (a.shape.length !== 1 || a.shape[0] !== n)) fail(name, `must have one value per row (${n}), got shape (${a.shape.join(', ')})`);
+    return a as Extract<NdArray, { kind: 'numeric' }>;
+  };
+  const parent = int32Column((parentArr as Extract<NdArray, { kind: 'numeric' }>).data, 'parent', (row) => ({ ...at(row), field: 'parent' }), source);
+  const reward = float64Column(numeric('reward', [...FLOAT_DTYPES, ...INTEGER_DTYPES], 'numbers'), n, 'reward', 0, source);
+  const visits = float64Column(numeric('visits', [...FLOAT_DTYPES, ...INTEGER_DTYPES], 'numbers'), n, 'visits', 0, source);
+  const uncertainty = float64Column(numeric('uncertainty', [...FLOAT_DTYPES, ...INTEGER_DTYPES], 'numbers'), n, 'uncertainty', 0, source);
+  const terminal = terminalColumn(numeric('terminal', ['bool', ...INTEGER_DTYPES], 'booleans or 0/1 integers'), n, at, source);
+  const embArr = numeric('embedding', FLOAT_DTYPES, 'float32 or float64');
+  let dim = 0;
+  let embedding: Float32Array | Float64Array = new Float64Array(0);
+  if (embArr !== undefined) {
+    if (embArr.shape.length !== 2) fail('embedding', `must be 2-D (rows × dim), got shape (${embArr.shape.join(', ')})`);
+    if (embArr.shape[0] !== n) fail('embedding', `has ${embArr.shape[0]} rows, expected ${n} (one per row)`);
+    dim = embArr.shape[1];
+    embedding = embArr.data as Float32Array | Float64Array;
+  }
+  return { dim, treeIds: ids!.data as string[], parent, reward, visits, uncertainty, terminal, embedding };
+}
+
 /** Maps a global row to its tree and node (for errors found while converting). */
 function locator(treeOffset: Int32Array, nodeCount: number): (row: number) => ForestErrorLocation {
   return (row) => {

@@ -9,6 +9,13 @@ import type { PackedForest } from './layout.js';
  */
 export const DEFAULT_MAX_GROUP_SIZE = 4096;
 
+/**
+ * Default cap on the bytes a compressed `.npz`'s arrays inflate to, in all (`--max-inflated-bytes`,
+ * `maxInflatedBytes`). Memory follows the inflated size, which a small file can make huge (zeros
+ * deflate about 1000:1); 2 GiB holds a 16,384-tree forest of 85 nodes at dim 128 in float64.
+ */
+export const DEFAULT_MAX_INFLATED_BYTES = 2 ** 31;
+
 /** A `maxGroupSize` setting as given, if it is an integer ≥ 1 or Infinity (no cap); else an OptionError. */
 export function checkMaxGroupSize(max: number): number {
   if (max === Infinity || (Number.isSafeInteger(max) && max >= 1)) return max;

@@ -1,8 +1,9 @@
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { decodeArrow } from './arrow.js';
 import { packNdArrays } from './columnar.js';
 import { describeValue, ForestError } from './errors.js';
-import { decodeNpz } from './npz.js';
+import { decodeNpz, type NpzOptions } from './npz.js';
+import { readFileShared, withFileSource } from './source.js';
 import type { ForestInput, TreeInput } from './input.js';
 import { packForest, type PackOptions, type PackedForest } from './packed.js';
 
@@ -28,9 +29,12 @@ export function formatOfPath(path: string): ForestFormat | ColumnarFormat | unde
   return undefined;
 }
 
+/** How forest files are read: packing options, and the cap on what a compressed `.npz` inflates to. */
+export type LoadOptions = PackOptions & NpzOptions;
+
 /** Packs a columnar forest held in memory (`.npz` or Arrow IPC, sniffed unless given). */
-export function parseColumnarForest(bytes: Uint8Array, source: string, format = sniffColumnar(bytes)): PackedForest {
-  if (format === 'npz') return packNdArrays(decodeNpz([bytes], source), source);
+export function parseColumnarForest(bytes: Uint8Array, source: string, format = sniffColumnar(bytes), options: NpzOptions = {}): PackedForest {
+  if (format === 'npz') return packNdArrays(decodeNpz(bytes, source, options), source);
   if (format === 'arrow') return packNdArrays(decodeArrow(bytes, source), source);
   throw new ForestError({}, `${source}: not an .npz archive or an Arrow IPC file or stream (unknown first bytes)`);
 }
@@ -54,6 +58,7 @@ export function parseForest(text: string, format?: ForestFormat, options: PackOp
   if (whole !== null && typeof whole === 'object' && !Array.isArray(whole) && !Object.hasOwn(whole, 'trees') && Object.hasOwn(whole, 'nodes')) {
     return packForest({ trees: [whole as TreeInput] }, options); // a JSON Lines file of one tree
   }
+  if (isDimLine(whole)) return packForest(parseJsonLines(text.split('\n')), options); // a JSON Lines file of no trees
   return packForest(asForestObject(whole), options);
 }
 
@@ -62,9 +67,12 @@ export function parseForest(text: string, format?: ForestFormat, options: PackOp
  * JSON; anything else is sniffed. JSON Lines is decoded line by line from the bytes, so files
  * beyond V8's ~512 MiB string limit still load.
  */
-export function loadForestFile(path: string, options: PackOptions = {}): PackedForest {
+export function loadForestFile(path: string, options: LoadOptions = {}): PackedForest {
   const named = path === '-' ? undefined : formatOfPath(path);
-  if (named === 'npz') return packNdArrays(decodeNpz(fileChunks(path), path), path); // streamed: never the whole file and its arrays at once
+  // Each array read once, aligned, into its own buffer: never the whole file and its arrays at once.
+  if (named === 'npz') return withFileSource(path, (source) => packNdArrays(decodeNpz(source, path, options), path));
+  // In place: an Arrow file's buffers are aligned within it, so columns are views of this one buffer.
+  if (named === 'arrow') return packNdArrays(decodeArrow(readFileShared(path), path), path);
   let bytes: Buffer;
   try {
     bytes = readFileSync(path === '-' ? 0 : path);
@@ -73,8 +81,8 @@ export function loadForestFile(path: string, options: PackOptions = {}): PackedF
     throw new ForestError({}, `cannot read ${path === '-' ? 'standard input' : path}: ${e.code ?? e.message}`);
   }
   const source = path === '-' ? 'standard input' : path;
-  if (named === 'arrow') return parseColumnarForest(bytes, source, 'arrow');
-  if (named === undefined && sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source);
+  // These bytes are ours (read just now): an .npz's misaligned arrays may move within them.
+  if (named === undefined && sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source, undefined, { ...options, movable: true });
   const format = named as ForestFormat | undefined;
   bytes = withoutByteOrderMark(bytes);
   const whole = () => (bytes.length < MAX_STRING_BYTES ? bytes.toString('utf8') : undefined);
@@ -84,27 +92,6 @@ export function loadForestFile(path: string, options: PackOptions = {}): PackedF
     return packForest(parseJsonLines(linesOf(bytes)), options);
   }
   return parseForest(bytes.toString('utf8'), format, options);
-}
-
-/** A file's bytes in fresh 8 MiB chunks (fresh, because decoders may keep views of them). */
-function* fileChunks(path: string): Generator<Uint8Array> {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new ForestError({}, `cannot read ${path}: ${e.code ?? e.message}`);
-  }
-  try {
-    for (;;) {
-      const chunk = new Uint8Array(8 << 20);
-      const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) return;
-      yield n === chunk.length ? chunk : chunk.subarray(0, n);
-    }
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** A UTF-8 byte-order mark (some Windows tools write one) is not JSON. */
@@ -142,14 +129,22 @@ function asForestObject(value: unknown): ForestInput {
   return value as ForestInput;
 }
 
+/** A JSON Lines header line: an object with `dim` and nothing else. */
+function isDimLine(value: unknown): value is { dim: number } {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 1 && Object.hasOwn(value, 'dim');
+}
+
 /**
- * One tree per line. `wholeText` (for files named .jsonl) gives the whole input for a hint
- * when a line is not JSON: a single JSON document spread over lines (pretty-printed) parses
- * as a whole, and the error then says so.
+ * One tree per line, optionally after a first line `{"dim": D}` (what `convert` writes for a
+ * forest of no trees, whose dim no embedding carries). `wholeText` (for files named .jsonl)
+ * gives the whole input for a hint when a line is not JSON: a single JSON document spread over
+ * lines (pretty-printed) parses as a whole, and the error then says so.
  */
 function parseJsonLines(lines: Iterable<string>, wholeText?: () => string | undefined): ForestInput {
   const trees: TreeInput[] = [];
+  let dim: number | undefined;
   let lineNumber = 0;
+  let first = true;
   for (const line of lines) {
     lineNumber++;
     if (line.trim().length === 0) continue;
@@ -162,13 +157,19 @@ function parseJsonLines(lines: Iterable<string>, wholeText?: () => string | unde
         : '';
       throw new ForestError({ line: lineNumber, tree: trees.length }, `not valid JSON: ${(err as Error).message}${hint}`);
     }
+    if (first && isDimLine(value)) {
+      dim = value.dim;
+      first = false;
+      continue;
+    }
+    first = false;
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new ForestError({ line: lineNumber, tree: trees.length }, `each line must be a tree object {"id", "nodes"}, got ${describeValue(value)}`);
     }
     trees.push(value as TreeInput);
   }
-  if (trees.length === 0) throw new ForestError({}, 'the input is empty: expected one tree object per line');
-  return { trees };
+  if (trees.length === 0 && dim === undefined) throw new ForestError({}, 'the input is empty: expected one tree object per line');
+  return dim === undefined ? { trees } : { dim, trees };
 }
 
 function isOneJsonDocument(text: string | undefined): boolean {

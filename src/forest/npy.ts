@@ -1,3 +1,4 @@
+import { sharedArray } from '../util/shared.js';
 import { ForestError } from './errors.js';
 import type { NdArray, NumericArray, NumericDtype } from './columnar.js';
 
@@ -39,7 +40,9 @@ export function parseNpyHeader(bytes: Uint8Array, name: string): NpyHeader {
   if (major !== 1 && major !== 2 && major !== 3) bad(`unsupported format version ${major}.${bytes[7]}`);
   const lengthBytes = major === 1 ? 2 : 4;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length < 8 + lengthBytes) bad('the header is truncated');
   const headerLength = lengthBytes === 2 ? view.getUint16(8, true) : view.getUint32(8, true);
+  if (headerLength > MAX_NPY_HEADER_BYTES) bad(`the header is ${headerLength} bytes (at most ${MAX_NPY_HEADER_BYTES} are read)`);
   const start = 8 + lengthBytes;
   if (start + headerLength > bytes.length) bad('the header is truncated');
   const text = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(bytes.subarray(start, start + headerLength));
@@ -69,14 +72,31 @@ export function parseNpyHeader(bytes: Uint8Array, name: string): NpyHeader {
   return { descr: descr.slice(1, -1), fortranOrder: fortran === 'True', shape, dataOffset: start + headerLength };
 }
 
+/** What an `.npy` header says about its data: type, count and byte length (checked to be representable). */
+export interface NpyLayout {
+  header: NpyHeader;
+  kind: 'numeric' | 'string';
+  /** Numeric arrays: the element type. */
+  dtype?: NumericDtype;
+  /** Strings: `U` (UTF-32 code points) or `S` (bytes), and characters per item. */
+  stringKind?: 'U' | 'S';
+  itemChars?: number;
+  count: number;
+  /** Bytes of data after the header: exactly what the array needs. */
+  dataBytes: number;
+}
+
+/** The longest header read: numpy writes a few hundred bytes and refuses more than 10000 by default. */
+export const MAX_NPY_HEADER_BYTES = 65536;
+
 /**
- * Decodes one `.npy`. Numeric data is a typed-array view over `bytes` when it is aligned for its
- * type, else one copy. Fixed-width strings (`<U`, `|S`) become JS strings.
+ * The header of one `.npy` and what it declares (`bytes` holds at least the header; `name` is
+ * the array's name in errors). `maxDataBytes`: a declared size above it is refused here, before
+ * anything is allocated for it.
  */
-export function decodeNpy(bytes: Uint8Array, name: string): NdArray {
+export function npyLayout(bytes: Uint8Array, name: string, maxDataBytes = Number.MAX_SAFE_INTEGER): NpyLayout {
   const h = parseNpyHeader(bytes, name);
   const fail = (reason: string): never => { throw new ForestError({ field: name }, reason); };
-  const count = h.shape.reduce((a, b) => a * b, 1);
   if (h.fortranOrder && h.shape.filter((d) => d > 1).length > 1) fail(`is stored in Fortran (column-major) order; save a C-ordered array (numpy.ascontiguousarray)`);
   const m = /^([<>|=])([a-zA-Z])(\d+)$/.exec(h.descr);
   if (m === null) fail(`has dtype '${h.descr}', which is not a plain numeric or string type (object arrays are not read)`);
@@ -84,34 +104,70 @@ export function decodeNpy(bytes: Uint8Array, name: string): NdArray {
   const size = Number(sizeText);
   const key = `${kind}${size}`;
   if (order === '>' && size > 1) fail(`has big-endian dtype '${h.descr}'; save it little-endian (array.astype('<${key}'))`);
-  const body = bytes.subarray(h.dataOffset);
+  let itemBytes: number;
+  let layout: Omit<NpyLayout, 'count' | 'dataBytes'>;
   if (kind === 'U' || kind === 'S') {
-    const width = kind === 'U' ? 4 * size : size;
-    if (body.length < count * width) fail(`is truncated: ${body.length} data bytes, expected ${count * width}`);
-    return { kind: 'string', dtype: h.descr, shape: h.shape, data: decodeFixedStrings(body, count, size, kind) };
+    itemBytes = kind === 'U' ? 4 * size : size;
+    layout = { header: h, kind: 'string', stringKind: kind, itemChars: size };
+  } else {
+    const t = NUMERIC[key];
+    if (t === undefined) fail(`has dtype '${h.descr}', which is not read (bool, integers, float32 and float64 are)`);
+    itemBytes = t.bytes;
+    layout = { header: h, kind: 'numeric', dtype: t.dtype };
   }
-  const t = NUMERIC[key];
-  if (t === undefined) fail(`has dtype '${h.descr}', which is not read (bool, integers, float32 and float64 are)`);
-  const byteLength = count * t.bytes;
-  if (body.length < byteLength) fail(`is truncated: ${body.length} data bytes, expected ${byteLength}`);
-  return { kind: 'numeric', dtype: t.dtype, shape: h.shape, data: typedView(t.dtype, body, count) };
+  // The product of the dimensions, stopped as soon as it passes what may be declared (an empty dimension makes it 0).
+  let count = h.shape.includes(0) ? 0 : 1;
+  for (const d of count === 0 ? [] : h.shape) {
+    count *= d;
+    if (count * itemBytes > maxDataBytes) fail(`declares shape (${h.shape.join(', ')}) of '${h.descr}': more than the ${maxDataBytes} bytes there are`);
+  }
+  return { ...layout, count, dataBytes: count * itemBytes };
 }
 
-function decodeFixedStrings(body: Uint8Array, count: number, size: number, kind: string): string[] {
+/** The array of `layout` from its data (exactly `layout.dataBytes` bytes; numeric data viewed in place when aligned). */
+export function npyArray(layout: NpyLayout, data: Uint8Array, name: string): NdArray {
+  if (data.length !== layout.dataBytes) throw new ForestError({ field: name }, `holds ${data.length} data bytes, its header declares ${layout.dataBytes}`);
+  const { shape, descr } = layout.header;
+  if (layout.kind === 'string') return { kind: 'string', dtype: descr, shape, data: decodeFixedStrings(data, layout.count, layout.itemChars!, layout.stringKind!, name) };
+  return { kind: 'numeric', dtype: layout.dtype!, shape, data: typedView(layout.dtype!, data, layout.count) };
+}
+
+/**
+ * Decodes one whole `.npy` (header and data, nothing after). Numeric data is a typed-array view
+ * over `bytes` when it is aligned for its type, else one copy. Fixed-width strings (`<U`, `|S`)
+ * become JS strings; text that is not valid Unicode is refused.
+ */
+export function decodeNpy(bytes: Uint8Array, name: string): NdArray {
+  const layout = npyLayout(bytes, name, bytes.length);
+  const body = bytes.subarray(layout.header.dataOffset);
+  if (body.length < layout.dataBytes) throw new ForestError({ field: name }, `is truncated: ${body.length} data bytes, expected ${layout.dataBytes}`);
+  return npyArray(layout, body, name);
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Fixed-width strings, trailing NULs dropped; a code point that is not a Unicode scalar value, or bytes that are not UTF-8, name the row. */
+function decodeFixedStrings(body: Uint8Array, count: number, size: number, kind: 'U' | 'S', name: string): string[] {
   const out: string[] = new Array(count);
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-  const latin = new TextDecoder('utf-8');
+  const bad = (i: number, what: string): never => { throw new ForestError({ node: i, field: name }, `item ${i} is not valid text: ${what}`); };
   for (let i = 0; i < count; i++) {
     if (kind === 'S') {
       const item = body.subarray(i * size, (i + 1) * size);
       let end = item.length;
       while (end > 0 && item[end - 1] === 0) end--;
-      out[i] = latin.decode(item.subarray(0, end));
+      try {
+        out[i] = UTF8.decode(item.subarray(0, end));
+      } catch {
+        bad(i, 'its bytes are not UTF-8');
+      }
     } else {
+      let end = size;
+      while (end > 0 && view.getUint32((i * size + end - 1) * 4, true) === 0) end--;
       let s = '';
-      for (let c = 0; c < size; c++) {
+      for (let c = 0; c < end; c++) {
         const code = view.getUint32((i * size + c) * 4, true);
-        if (code === 0) break;
+        if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) bad(i, `code point ${code} (0x${code.toString(16)}) is not a Unicode character`);
         s += String.fromCodePoint(code);
       }
       out[i] = s;
@@ -130,7 +186,11 @@ export function typedView(dtype: NumericDtype, bytes: Uint8Array, count: number)
   const Ctor = CTOR[dtype];
   const width = Ctor.BYTES_PER_ELEMENT;
   let source = bytes;
-  if (bytes.byteOffset % width !== 0) source = bytes.slice(0, count * width);
+  if (bytes.byteOffset % width !== 0) {
+    // Misaligned: one copy, into shared memory so CPU scoring threads read it in place.
+    source = sharedArray(Uint8Array, count * width);
+    source.set(bytes.subarray(0, count * width));
+  }
   return new Ctor(source.buffer as ArrayBuffer, source.byteOffset, count) as NumericArray;
 }
 

@@ -1,6 +1,6 @@
-import { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { encodeArrow } from './arrow.js';
+import { encodeArrow } from './arrow-write.js';
 import { ndArraysOfForest } from './columnar.js';
 import type { ForestFormat, ColumnarFormat } from './load.js';
 import { encodeNpz } from './npz.js';
@@ -14,17 +14,28 @@ import type { PackedForest } from './packed.js';
  */
 export function writeForestFile(forest: PackedForest, path: string, format: ForestFormat | ColumnarFormat): void {
   const target = resolve(path);
-  mkdirSync(dirname(target), { recursive: true });
+  const created = mkdirSync(dirname(target), { recursive: true });
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
-  const fd = openSync(tmp, 'w');
+  let fd: number | undefined;
   try {
+    fd = openSync(tmp, 'w');
     for (const chunk of forestBytes(forest, format)) writeSync(fd, chunk);
     closeSync(fd);
+    fd = undefined;
     renameSync(tmp, target);
   } catch (err) {
-    try { closeSync(fd); } catch { /* already closed */ }
+    if (fd !== undefined) try { closeSync(fd); } catch { /* already closed */ }
     rmSync(tmp, { force: true });
+    if (created !== undefined) removeEmptyFolders(dirname(target), created);
     throw err;
+  }
+}
+
+/** Nothing is left when a write fails: the folders it made, from `deepest` up to `top`, if still empty. */
+function removeEmptyFolders(deepest: string, top: string): void {
+  for (let dir = deepest; ; dir = dirname(dir)) {
+    try { rmdirSync(dir); } catch { return; }
+    if (dir === top || dirname(dir) === dir) return;
   }
 }
 
@@ -34,6 +45,8 @@ export function* forestBytes(forest: PackedForest, format: ForestFormat | Column
   if (format === 'arrow') { yield encodeArrow(forest, 'file'); return; }
   const encoder = new TextEncoder();
   if (format === 'json') yield encoder.encode(`{"dim":${forest.dim},"trees":[\n`);
+  // JSON Lines takes dim from the first embedding; a forest of no trees states it on a line of its own.
+  if (format === 'jsonl' && forest.treeCount === 0) yield encoder.encode(`{"dim":${forest.dim}}\n`);
   for (let t = 0; t < forest.treeCount; t++) {
     const line = treeJson(forest, t);
     yield encoder.encode(format === 'json' ? `${line}${t + 1 < forest.treeCount ? ',' : ''}\n` : `${line}\n`);

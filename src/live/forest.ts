@@ -1,3 +1,4 @@
+import { extendStore, type ExtensionResult, type ForestExtension } from './extend.js';
 import { assertFinitePlan, assertFiniteTreePlan, type GroupScore, type NodeAllocation, type NodeScore, type PlanJson, type TreePlan } from '../allocate/plan.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import type { PackedForest } from '../forest/packed.js';
@@ -100,6 +101,30 @@ export class LiveForest {
   addForest(forest: PackedForest): void {
     this.checkIdle('add trees');
     for (const slot of this.store.addForest(forest)) this.planner.forget(slot);
+  }
+
+  /**
+   * Replaces the live trees that share an id with the forest's (they leave the tree order; the
+   * forest's trees join at its end) and adds the others; all or nothing: the whole forest is
+   * checked before any live tree is removed. Returns the ids replaced.
+   */
+  replaceForest(forest: PackedForest): string[] {
+    this.checkIdle('replace trees');
+    const replaced = forest.treeIds.filter((id) => this.store.hasTree(id));
+    this.store.checkForest(forest, new Set(replaced));
+    for (const id of replaced) this.store.removeTree(id);
+    this.addForest(forest);
+    return replaced;
+  }
+
+  /**
+   * A round's growth in one change, all or none: feedback `updates` (nodes that existed before),
+   * new nodes for many trees (`rows`), and finished `rollouts` (whose paths may use the new
+   * nodes). See `ForestExtension`.
+   */
+  extend(change: ForestExtension): ExtensionResult {
+    this.checkIdle('extend the forest');
+    return extendStore(this.store, change);
   }
 
   /** Appends nodes to a tree; returns the index of the first new node. */

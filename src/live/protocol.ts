@@ -7,7 +7,8 @@ import { checkGathered, shareFingerprint, splitGathered, StaleSharesError, type 
 import type { Backend } from '../backend/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import { didYouMean } from '../util/suggest.js';
-import { ADD_COLUMNS_FIELDS, announcedBytes, applyBatch, badHeaderReason, decodeBatch } from './columns-op.js';
+import { ADD_COLUMNS_FIELDS, announcedBytes, applyBatch, badHeaderReason, decodeBatch, decodeRows, PAYLOAD_OPS } from './columns-op.js';
+import type { RolloutInput } from './extend.js';
 import { createLiveForest } from './create.js';
 import type { LiveForest } from './forest.js';
 import type { LivePlanOptions } from './plan.js';
@@ -46,9 +47,12 @@ export interface SessionOptions {
   allowUnknownFields?: boolean;
   /** CPU threads for large re-scores (`createLiveForest`'s `threads`); default: available parallelism. */
   threads?: number;
+  /** The most bytes an `add-columns` `.npz`'s compressed arrays may inflate to (default DEFAULT_MAX_INFLATED_BYTES). */
+  maxInflatedBytes?: number;
 }
 
 const UPDATE_FIELDS = ['tree', 'node', 'reward', 'visits', 'uncertainty', 'terminal'];
+const ROLLOUT_FIELDS = ['tree', 'path', 'leaf', 'reward'];
 const PLAN_FIELDS = ['budget', 'totalBudget', 'minPerTree', 'pruneRatio', 'widen', 'contestGain', 'forkKeep', 'treeFloor', 'baseDepth', 'depthGain', 'minDepth', 'maxDepth'] as const;
 /** The operations and the fields each takes; a Map so that no request key reaches Object.prototype. */
 const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
@@ -63,6 +67,7 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['stats', []],
   ['set-params', ['alpha', 'tau', 'rule']],
   ['add-columns', ADD_COLUMNS_FIELDS],
+  ['extend', ['bytes', 'updates', 'rollouts']],
   ['global-shares', ['treeFloor']],
   ['plan-shard', [...PLAN_FIELDS.filter((k) => k !== 'budget'), 'shares', 'shard', 'scores', 'trees']],
 ]);
@@ -79,6 +84,13 @@ function idOf(x: unknown): unknown {
 /** A request line that announced a binary payload: the service reads `bytes` raw bytes, then calls `complete`. */
 export interface BinaryFrame {
   bytes: number;
+  /** The request's `id` (null when it has none), for a response sent without completing the frame. */
+  id: unknown;
+  /**
+   * Handles the request with its payload, which is handed over: an .npz's misaligned arrays are
+   * moved within it instead of copied to fresh memory (the service reuses one buffer), so pass a
+   * copy of bytes that must stay as they are.
+   */
   complete(payload: Uint8Array): Promise<string>;
 }
 
@@ -111,7 +123,7 @@ export class LiveSession {
    * the payload that follows it; otherwise undefined (the line is an ordinary request).
    */
   binaryFrame(line: string): BinaryFrame | undefined {
-    if (!line.includes('add-columns')) return undefined;
+    if (!PAYLOAD_OPS.some((op) => line.includes(op))) return undefined;
     let request: unknown;
     try {
       request = JSON.parse(line);
@@ -120,7 +132,7 @@ export class LiveSession {
     }
     const bytes = announcedBytes(request);
     if (bytes === undefined) return undefined;
-    return { bytes, complete: async (payload) => JSON.stringify(await this.handle(request, payload)) };
+    return { bytes, id: (request as { id?: unknown }).id ?? null, complete: async (payload) => JSON.stringify(await this.handle(request, payload)) };
   }
 
   async handle(request: unknown, payload?: Uint8Array): Promise<Response> {
@@ -153,6 +165,7 @@ export class LiveSession {
     switch (op) {
       case 'add-tree': return this.addTrees(req);
       case 'add-columns': return this.addColumns(req, payload);
+      case 'extend': return this.extend(req, payload);
       case 'add-nodes': {
         const live = this.need(req.tree);
         const tree = req.tree as string;
@@ -277,9 +290,37 @@ export class LiveSession {
   private async addColumns(req: Record<string, unknown>, payload: Uint8Array | undefined): Promise<unknown> {
     if (payload === undefined || announcedBytes(req) === undefined) throw new RequestError('invalid_request', badHeaderReason(req));
     if (req.replace !== undefined && typeof req.replace !== 'boolean') throw new RequestError('invalid_request', `"replace" must be true or false, got ${describeValue(req.replace)}`);
-    const batch = decodeBatch(payload, req.bytes as number, this.forest?.treeCount ?? 0, this.forest?.dim ?? this.options.dim);
+    const batch = decodeBatch(payload, req.bytes as number, this.forest?.treeCount ?? 0, this.forest?.dim ?? this.options.dim,
+      this.options.maxInflatedBytes !== undefined ? { maxInflatedBytes: this.options.maxInflatedBytes } : {});
     const live = await this.ensure([], batch.dim);
     return applyBatch(live, batch, req.replace === true);
+  }
+
+  /** A round's growth in one request (docs/PROTOCOL.md, `extend`): all or none. */
+  private async extend(req: Record<string, unknown>, payload: Uint8Array | undefined): Promise<unknown> {
+    if (has(req, 'bytes') && (payload === undefined || announcedBytes(req) === undefined)) throw new RequestError('invalid_request', badHeaderReason(req));
+    const updates = req.updates ?? [];
+    if (!Array.isArray(updates)) throw new RequestError('invalid_request', `"updates" must be an array, got ${describeValue(updates)}`);
+    for (const u of updates) {
+      if (u === null || typeof u !== 'object' || Array.isArray(u)) throw new RequestError('invalid_request', `an update must be an object, got ${describeValue(u)}`);
+      for (const key of Object.keys(u)) if (!UPDATE_FIELDS.includes(key)) throw new RequestError('invalid_request', `an update takes no field ${JSON.stringify(key)}${didYouMean(key, UPDATE_FIELDS)} (fields: ${UPDATE_FIELDS.join(', ')})`);
+    }
+    const rollouts = req.rollouts ?? [];
+    if (!Array.isArray(rollouts)) throw new RequestError('invalid_request', `"rollouts" must be an array, got ${describeValue(rollouts)}`);
+    for (const r of rollouts) {
+      if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new RequestError('invalid_request', `a rollout must be an object, got ${describeValue(r)}`);
+      for (const key of Object.keys(r)) if (!ROLLOUT_FIELDS.includes(key)) throw new RequestError('invalid_request', `a rollout takes no field ${JSON.stringify(key)}${didYouMean(key, ROLLOUT_FIELDS)} (fields: ${ROLLOUT_FIELDS.join(', ')})`);
+    }
+    const rows = payload === undefined || payload.length === 0 && req.bytes === 0 ? undefined
+      : decodeRows(payload, req.bytes as number, this.options.maxInflatedBytes !== undefined ? { maxInflatedBytes: this.options.maxInflatedBytes } : {});
+    const empty = (rows === undefined || rows.treeIds.length === 0) && updates.length === 0 && rollouts.length === 0;
+    if (empty) return { added: 0, first: {}, updated: 0, rollouts: 0 };
+    const firstTree = rows?.treeIds[0] ?? (updates[0] as { tree?: unknown } | undefined)?.tree ?? (rollouts[0] as { tree?: unknown } | undefined)?.tree;
+    return this.need(firstTree).extend({
+      ...(rows === undefined ? {} : { rows }),
+      updates: updates as NodeUpdate[],
+      rollouts: (rollouts as Record<string, unknown>[]).map((r) => ({ ...r, tree: idOf(r.tree) }) as RolloutInput),
+    });
   }
 
   /** Every part of the request is checked before the plan runs: a rejected plan changes nothing. */

@@ -199,21 +199,31 @@ export class LiveStore {
     return this.placeTree(packed, 0, id);
   }
 
-  /** Adds every tree of an already validated packed forest (atomic: ids are checked first). */
-  addForest(forest: PackedForest): number[] {
+  /**
+   * Throws what `addForest` would throw for this forest once the live trees `replacing` are
+   * removed (dim, ids, group sizes), changing nothing: a batch that replaces trees is checked
+   * whole before any of them goes.
+   */
+  checkForest(forest: PackedForest, replacing: ReadonlySet<string> = new Set()): void {
     if (forest.dim !== this.dim) throw new LiveError('invalid_value', { field: 'dim' }, `the forest has dim ${forest.dim}, the live forest ${this.dim}`);
+    const base = this.treeOrder.length - [...replacing].filter((id) => this.bySlotId.has(id)).length;
     const ids = new Set<string>();
     for (let t = 0; t < forest.treeCount; t++) {
       const id = forest.treeIds[t];
-      if (this.bySlotId.has(id) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: this.treeOrder.length + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
+      if ((this.bySlotId.has(id) && !replacing.has(id)) || ids.has(id)) throw new LiveError('duplicate_tree', { tree: base + t, treeId: id, field: 'id' }, 'a tree with this id is already in the live forest');
       ids.add(id);
     }
     try {
       checkGroupSizes(forest, this.maxGroupSize);
     } catch (err) {
-      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: this.treeOrder.length + err.location.tree! }, err.reason);
+      if (err instanceof ForestError) throw new LiveError('invalid_value', { ...err.location, tree: base + err.location.tree! }, err.reason);
       throw err;
     }
+  }
+
+  /** Adds every tree of an already validated packed forest (atomic: ids are checked first). */
+  addForest(forest: PackedForest): number[] {
+    this.checkForest(forest);
     // Room for the whole batch at once: growing tree by tree doubles the columns a dozen times
     // on a W1-sized batch, each time copying every column (the embeddings too) — that was more
     // than half of add-columns. Slab padding at device chunk boundaries may still need one more.
@@ -290,6 +300,12 @@ export class LiveStore {
    */
   addNodes(treeId: string, nodes: readonly NodeInput[]): number {
     const slot = this.slotOf(treeId);
+    const parents = this.checkNodes(slot, nodes);
+    return this.appendNodes(slot, nodes, parents);
+  }
+
+  /** Throws what `addNodes` would for these nodes, changing nothing; returns their parents. */
+  checkNodes(slot: number, nodes: readonly NodeInput[]): Int32Array {
     if (!Array.isArray(nodes)) throw new LiveError('invalid_value', this.at(slot, undefined, 'nodes'), `must be an array, got ${describeValue(nodes)}`);
     const n0 = this.slotSize[slot];
     const dim = this.dim;
@@ -320,8 +336,15 @@ export class LiveStore {
         }
       }
     }
+    if (nodes.length > 0) this.checkAddedChildren(slot, n0, parents);
+    return parents;
+  }
+
+  /** Appends nodes checked by `checkNodes` (with the parents it returned); returns the index of the first. */
+  appendNodes(slot: number, nodes: readonly NodeInput[], parents: Int32Array): number {
+    const n0 = this.slotSize[slot];
+    const dim = this.dim;
     if (nodes.length === 0) return n0;
-    this.checkAddedChildren(slot, n0, parents);
     const n1 = n0 + nodes.length;
     if (n1 > this.slotCap[slot]) this.relocate(slot, grownClass(this.slotCap[slot], n1));
     const start = this.slotStart[slot];
@@ -348,6 +371,11 @@ export class LiveStore {
 
   /** Applies feedback changes atomically: all are validated first. */
   update(updates: readonly NodeUpdate[]): void {
+    this.applyUpdates(updates, this.checkUpdates(updates));
+  }
+
+  /** Throws what `update` would for these changes, changing nothing; returns the rows they change. */
+  checkUpdates(updates: readonly NodeUpdate[]): Int32Array {
     const rows = new Int32Array(updates.length);
     for (let i = 0; i < updates.length; i++) {
       const u = updates[i];
@@ -357,6 +385,11 @@ export class LiveStore {
       rows[i] = this.rowInSlot(slot, u.node, 'node');
       this.checkFields(slot, u.node, u);
     }
+    return rows;
+  }
+
+  /** Applies updates checked by `checkUpdates` (with the rows it returned). */
+  applyUpdates(updates: readonly NodeUpdate[], rows: Int32Array): void {
     for (let i = 0; i < updates.length; i++) {
       const u = updates[i];
       const row = rows[i];
@@ -384,7 +417,7 @@ export class LiveStore {
   finishRollout(treeId: string, path: readonly number[], reward: number): void {
     const slot = this.slotOf(treeId);
     if (!Array.isArray(path) || path.length === 0) throw new LiveError('invalid_value', this.at(slot, undefined, 'path'), `must be a non-empty array of node indices from the root, got ${describeValue(path)}`);
-    if (typeof reward !== 'number' || !Number.isFinite(reward)) throw new LiveError('invalid_value', this.at(slot, undefined, 'reward'), `must be a finite number, got ${describeValue(reward)}`);
+    this.checkRolloutReward(slot, reward);
     const rows = new Int32Array(path.length);
     for (let i = 0; i < path.length; i++) {
       rows[i] = this.rowInSlot(slot, path[i], `path[${i}]`);
@@ -404,6 +437,11 @@ export class LiveStore {
       }
     }
     if (this.planDirty[slot] === 0) this.planDirty[slot] = 2; // scores only (its groups are marked)
+  }
+
+  /** A rollout's reward must be a finite number. */
+  checkRolloutReward(slot: number, reward: unknown): void {
+    if (typeof reward !== 'number' || !Number.isFinite(reward)) throw new LiveError('invalid_value', this.at(slot, undefined, 'reward'), `must be a finite number, got ${describeValue(reward)}`);
   }
 
   /** The path root → node, as node indices. */

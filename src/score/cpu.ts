@@ -1,6 +1,7 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import { ScorerDestroyedError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
+import type { RangeTask } from './task.js';
 import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
 import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
@@ -227,6 +228,31 @@ export class CpuScorer implements Scorer {
   /** Chunks of groups the worker threads scored (the rest were scored on the calling thread); reset by `destroy`. */
   get workerChunks(): number {
     return this.pool?.chunksOnWorkers ?? 0;
+  }
+
+  /**
+   * Starts the worker threads now instead of on the first call that uses them, so that they
+   * boot while the caller does other work (the CLI reads its file meanwhile). No-op on one thread.
+   */
+  async startThreads(): Promise<void> {
+    if (this.destroyed || this.threads === 1) return;
+    this.pool ??= new CpuWorkerPool(this.threads - 1);
+    await this.pool.start();
+  }
+
+  /**
+   * Runs `task` over the chunks [bounds[c], bounds[c + 1]) of `data` on this scorer's worker
+   * threads and the calling thread (`runHere` runs a chunk here), each chunk once; on one thread,
+   * every chunk here. Other layers use it to split their own work by range (`allocateOnThreads`).
+   */
+  async runOnThreads(task: RangeTask, data: Record<string, unknown>, bounds: Int32Array, runHere: (start: number, end: number) => void): Promise<void> {
+    if (this.destroyed) throw new ScorerDestroyedError('cpu');
+    if (this.threads === 1) {
+      for (let c = 0; c + 1 < bounds.length; c++) runHere(bounds[c], bounds[c + 1]);
+      return;
+    }
+    this.pool ??= new CpuWorkerPool(this.threads - 1);
+    await this.pool.run(task, data, bounds, runHere);
   }
 
   /** How many threads `score` would use on `forest`. */

@@ -6,6 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import type { PackedForest } from '../forest/packed.js';
 import { OptionError } from '../util/errors.js';
 import { toShared } from '../util/shared.js';
+import type { RangeTask } from './task.js';
 import type { ScoreParams, Scores } from './types.js';
 
 /** `threads` itself when it is an integer >= 1 (a thread count option), else an `OptionError`. */
@@ -31,7 +32,7 @@ export function defaultThreads(): number {
 export const PARALLEL_MIN_COST = 1_000_000;
 
 /** Chunks per thread: enough for threads that start late or get fewer cycles to even out. */
-const CHUNKS_PER_THREAD = 8;
+export const CHUNKS_PER_THREAD = 8;
 
 /** Work of scoring groups [g0, g1) in units of about one multiply-add over an embedding value. */
 function groupCost(forest: PackedForest, g: number): number {
@@ -76,12 +77,21 @@ export interface ScoreJob {
   pairs?: { values: Float64Array; offset: Int32Array; known: Uint8Array };
 }
 
+/** What a worker receives for a `RangeTask`: its data (typed arrays over SharedArrayBuffer, numbers, plain objects) and the chunk queue. */
+export interface TaskJob {
+  id: number;
+  task: RangeTask;
+  data: Record<string, unknown>;
+  bounds: Int32Array;
+  next: Int32Array;
+}
+
 export type WorkerReply = { id: number; ok: true; chunks: number } | { id: number; ok: false; message: string };
 
 /** The forest's fields a worker needs, arrays in shared memory (copied once per forest when they are not). */
 const sharedFields = new WeakMap<PackedForest, Record<string, unknown>>();
 
-function shareForest(forest: PackedForest): Record<string, unknown> {
+export function shareForest(forest: PackedForest): Record<string, unknown> {
   let fields = sharedFields.get(forest);
   if (!fields) {
     fields = {};
@@ -157,18 +167,30 @@ export class CpuWorkerPool {
     forest: PackedForest, params: ScoreParams, out: Scores, scoreHere: (groupStart: number, groupEnd: number) => void, total?: number,
     pairs?: ScoreJob['pairs'],
   ): Promise<void> {
-    if (this.destroyed) throw new Error('this CpuScorer was destroyed');
-    const workers = this.workers.length === this.size ? this.workers : await this.start();
     const bounds = splitGroups(forest, (this.size + 1) * CHUNKS_PER_THREAD, total);
+    await this.dispatch((id, next) => ({ id, forest: shareForest(forest), params, out: outputFields(out), bounds, next, ...(pairs ? { pairs } : {}) }), bounds, scoreHere);
+  }
+
+  /**
+   * Runs `task` over chunks [bounds[c], bounds[c + 1]) of `data` on the workers and on the
+   * calling thread (`runHere`), from one shared queue like `score`; resolves when every chunk is done.
+   */
+  async run(task: RangeTask, data: Record<string, unknown>, bounds: Int32Array, runHere: (start: number, end: number) => void): Promise<void> {
+    await this.dispatch((id, next) => ({ id, task, data, bounds, next }), bounds, runHere);
+  }
+
+  private async dispatch(makeJob: (id: number, next: Int32Array) => ScoreJob | TaskJob, bounds: Int32Array, runHere: (start: number, end: number) => void): Promise<void> {
+    if (this.destroyed) throw new Error('this CpuScorer was destroyed');
+    const workers = this.workers.length === this.size ? this.workers : await this.startWorkers();
     const next = new Int32Array(new SharedArrayBuffer(4));
     const id = this.nextId++;
-    const job: ScoreJob = { id, forest: shareForest(forest), params, out: outputFields(out), bounds, next, ...(pairs ? { pairs } : {}) };
+    const job = makeJob(id, next);
     const chunks = bounds.length - 1;
     const done = new Promise<void>((resolve, reject) => this.pending.set(id, { remaining: chunks, resolve, reject }));
     for (const w of workers) { w.ref(); w.postMessage(job); }
     let here = 0;
     try {
-      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1), here++) scoreHere(bounds[c], bounds[c + 1]);
+      for (let c = Atomics.add(next, 0, 1); c < chunks; c = Atomics.add(next, 0, 1), here++) runHere(bounds[c], bounds[c + 1]);
     } catch (err) {
       Atomics.store(next, 0, chunks); // let the workers stop early; their late replies are ignored
       this.pending.delete(id);
@@ -183,7 +205,13 @@ export class CpuWorkerPool {
     }
   }
 
-  private start(): Promise<Worker[]> {
+  /** Creates the worker threads (once); resolves when they exist, which is before they finish booting. */
+  async start(): Promise<void> {
+    await this.startWorkers();
+  }
+
+  // Private, so that the published declarations name no node:worker_threads type.
+  private startWorkers(): Promise<Worker[]> {
     this.starting ??= (async () => {
       const { Worker } = await import('node:worker_threads');
       const entry = workerScript();
