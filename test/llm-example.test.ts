@@ -89,3 +89,42 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a G
     }
   });
 });
+
+describe.skipIf(!haveTorch && !required)('examples/llm: the GRPO advantage option', () => {
+  it('gives each turn the sum over the rollouts through it of (reward − tree mean) / rollouts, and refuses an unknown name', () => {
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
+    // A tree of three finished rollouts, two of them sharing their first turn (rewards 1, 0 below
+    // it, 1 from the other first turn): tree mean 2/3; the shared turn carries (1 − 2/3) + (0 − 2/3)
+    // over 3, the other first turn (1 − 2/3)/3, the losing leaf (0 − 2/3)/3.
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from forest import Forest, Node
+from train import policy_update
+f = Forest.__new__(Forest); f.prompts = []; f.nodes = []; f.tree_nodes = []; f.roots = []
+def add(parent, visits, reward_sum):
+    n = Node(0, parent, [], (0, 0), 0, 0, 0, visits=visits, reward_sum=reward_sum)
+    return f._add(n)
+r = add(-1, 3, 2.0); f.roots.append(r)
+a = add(r, 2, 1.0); b = add(r, 1, 1.0); a1 = add(a, 1, 1.0); a2 = add(a, 1, 0.0)
+adv = f.grpo_advantages()
+exp = {a: (1 - 2/3 + 0 - 2/3) / 3, b: (1 - 2/3) / 3, a1: (1 - 2/3) / 3, a2: (0 - 2/3) / 3}
+assert set(adv) == {k for k, v in exp.items() if v != 0}, adv
+assert all(abs(adv[k] - exp[k]) < 1e-12 for k in adv), (adv, exp)
+try:
+    policy_update(None, None, f, 1, "nope"); raise SystemExit("accepted an unknown advantage")
+except ValueError:
+    pass
+print("ok")
+`;
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+    try {
+      // importing torch writes caches under the temp folder: keep them inside ours.
+      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
+      expect(run.stderr).toBe('');
+      expect(run.stdout.trim()).toBe('ok');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});

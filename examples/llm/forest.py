@@ -104,6 +104,20 @@ class Forest:
                 out[nid] = a
         return out
 
+    def grpo_advantages(self) -> dict[int, float]:
+        """GRPO on a tree: each finished rollout's advantage is its reward minus the mean of its
+        tree's finished rollouts, on every turn of its path, averaged over the tree's rollouts. A
+        node's weight is the sum over the rollouts through it: (Σ r − n·V(root)) / N(root)."""
+        out = {}
+        for nid, n in enumerate(self.nodes):
+            if n.parent < 0 or n.visits == 0:
+                continue
+            root = self.nodes[self.roots[n.tree]]
+            a = (n.reward_sum - n.visits * self.value(self.roots[n.tree])) / root.visits
+            if a != 0:
+                out[nid] = a
+        return out
+
     def carriers(self, weights: dict[int, float]) -> tuple[list[list[int]], list[list[float]]]:
         """Sequences that hold every weighted node's turn, and per-token weights on them.
 

@@ -45,6 +45,9 @@ class Config:
     eval_every: int = 10
     eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
+    # The update's advantages: "treerl" (per node, the committed run) or "grpo" (per rollout,
+    # reward minus its tree's mean, on every turn of its path; what GRPO trainers use).
+    advantage: str = "treerl"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -85,9 +88,11 @@ def evaluate(model, prompts: list[Prompt], samples: int, table: torch.Tensor) ->
     return {"success": sum(wins) / len(wins), "by_difficulty": by}
 
 
-def policy_update(model, opt, forest: Forest, prompts: int) -> tuple[float, int]:
+def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl") -> tuple[float, int]:
     """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used)."""
-    adv = forest.advantages()
+    if advantage not in ("treerl", "grpo"):
+        raise ValueError("advantage must be 'treerl' or 'grpo', got %r" % advantage)
+    adv = forest.advantages() if advantage == "treerl" else forest.grpo_advantages()
     if not adv:
         return 0.0, 0
     seqs, weights = forest.carriers(adv)
@@ -157,7 +162,7 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, tab
             grower = Grower(forest, model, uniforms, budget)
             sampler.grow(grower, model)
             t1 = time.perf_counter()
-            loss, nodes = policy_update(model, opt, forest, len(batch))
+            loss, nodes = policy_update(model, opt, forest, len(batch), cfg.advantage)
             t2 = time.perf_counter()
             step_s += t2 - t0
             update_s += t2 - t1
