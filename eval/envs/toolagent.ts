@@ -1,5 +1,5 @@
 import { Rng } from '../../src/util/random.js';
-import { addNoise, type Env, type Transition } from './types.js';
+import { addNoise, unitVector, type Env, type Transition } from './types.js';
 
 export interface ToolAgentOptions {
   seed: number;
@@ -110,12 +110,4 @@ export class ToolAgentEnv implements Env {
     if (phase === BAD_RESULTS) for (let d = 0; d < this.dim; d++) out[offset + d] += this.separation * this.pageDirection[d];
     addNoise(out, offset, this.dim, this.noise, rng);
   }
-}
-
-function unitVector(rng: Rng, dim: number): Float32Array {
-  const v = new Float32Array(dim);
-  let norm = 0;
-  for (let d = 0; d < dim; d++) { v[d] = rng.normal(); norm += v[d] * v[d]; }
-  for (let d = 0; d < dim; d++) v[d] /= Math.sqrt(norm);
-  return v;
 }

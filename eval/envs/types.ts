@@ -1,2 +1,2 @@
 // Moved to src/sim (the demo's training comparison uses it); eval imports it from there.
-export { addNoise, MOVES, rbf2, type Env, type Transition } from '../../src/sim/env.js';
+export { addNoise, MOVES, rbf2, unitVector, type Env, type Transition } from '../../src/sim/env.js';

@@ -1,5 +1,5 @@
 import { Rng } from '../util/random.js';
-import { addNoise, type Env, type Transition } from './env.js';
+import { addNoise, unitVector, type Env, type Transition } from './env.js';
 
 /** One prompt of a `ChoicesEnv`: where along its corridor the decisions are, and how many options each offers. */
 export interface ChoicePrompt {
@@ -137,14 +137,6 @@ export class ChoicesEnv implements Env {
     if (doomed) for (let d = 0; d < this.dim; d++) out[offset + d] += this.separation * this.doomDirection[d];
     addNoise(out, offset, this.dim, this.noise, rng);
   }
-}
-
-function unitVector(rng: Rng, dim: number): Float32Array {
-  const v = new Float32Array(dim);
-  let norm = 0;
-  for (let d = 0; d < dim; d++) { v[d] = rng.normal(); norm += v[d] * v[d]; }
-  for (let d = 0; d < dim; d++) v[d] /= Math.sqrt(norm);
-  return v;
 }
 
 /** A decisive first choice and a decisive mid-episode choice, 4 near-identical options each. */

@@ -50,3 +50,12 @@ export function addNoise(out: Float32Array, offset: number, length: number, sigm
 
 /** Grid moves: north, east, south, west. */
 export const MOVES: ReadonlyArray<readonly [number, number]> = [[0, -1], [1, 0], [0, 1], [-1, 0]];
+
+/** A seeded random direction of length 1 in `dim` dimensions (Gaussian components, normalized). */
+export function unitVector(rng: Rng, dim: number): Float32Array {
+  const v = new Float32Array(dim);
+  let norm = 0;
+  for (let d = 0; d < dim; d++) { v[d] = rng.normal(); norm += v[d] * v[d]; }
+  for (let d = 0; d < dim; d++) v[d] /= Math.sqrt(norm);
+  return v;
+}

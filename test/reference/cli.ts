@@ -62,20 +62,21 @@ export interface V2FlagOptions {
   widen?: number;
 }
 
-/** The score flags for a v2 parameter set (minDepth has no flag: it must be 1). */
-export function v2Flags(p: V2Params, o: V2FlagOptions = {}): string[] {
+/**
+ * The CLI flags of one parameter set: `head` (the rule flag), then every `[flag, value, default]`
+ * setting that differs from its default (all of them with `explicit`), the depth cap, `--widen`
+ * and the budget. minDepth has no flag, so it must be 1.
+ */
+function ruleFlags(
+  head: string[], settings: Array<[string, number, number]>,
+  p: { minDepth: number; maxDepth?: number; budget: V2Params['budget'] }, o: { explicit?: boolean; widen?: number },
+): string[] {
   if (p.minDepth !== 1) throw new Error(`minDepth ${p.minDepth} has no CLI flag`);
-  const f: string[] = o.rule === 'joined' ? ['--rule=v2'] : ['--rule', 'v2'];
+  const f = [...head];
   const put = (flag: string, value: number, dflt: number) => {
     if (value !== dflt || o.explicit) f.push(flag, String(value));
   };
-  put('--alpha', p.alpha, 1);
-  put('--tau', p.tau, 0.5);
-  put('--prune-ratio', p.pruneRatio, 0.5);
-  put('--contest-gain', p.contestGain, 4);
-  put('--tree-floor', p.treeFloor, 0.25);
-  put('--base-depth', p.baseDepth, 4);
-  put('--depth-gain', p.depthGain, 1);
+  for (const [flag, value, dflt] of settings) put(flag, value, dflt);
   if (p.maxDepth !== undefined) f.push('--max-depth', String(p.maxDepth));
   if (o.widen !== undefined) f.push('--widen', String(o.widen));
   if (p.budget.kind === 'perTree') put('--budget', p.budget.budget, 16);
@@ -84,6 +85,14 @@ export function v2Flags(p: V2Params, o: V2FlagOptions = {}): string[] {
     put('--min-per-tree', p.budget.minPerTree, 1);
   }
   return f;
+}
+
+/** The score flags for a v2 parameter set (minDepth has no flag: it must be 1). */
+export function v2Flags(p: V2Params, o: V2FlagOptions = {}): string[] {
+  return ruleFlags(o.rule === 'joined' ? ['--rule=v2'] : ['--rule', 'v2'], [
+    ['--alpha', p.alpha, 1], ['--tau', p.tau, 0.5], ['--prune-ratio', p.pruneRatio, 0.5], ['--contest-gain', p.contestGain, 4],
+    ['--tree-floor', p.treeFloor, 0.25], ['--base-depth', p.baseDepth, 4], ['--depth-gain', p.depthGain, 1],
+  ], p, o);
 }
 
 /** `trace-alloc score FILE --scores --backend cpu [v2 flags]`, parsed; throws with stderr on a non-zero exit. */
@@ -105,27 +114,12 @@ export interface V3FlagOptions {
 
 /** The score flags for a v3 parameter set (minDepth has no flag: it must be 1). */
 export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
-  if (p.minDepth !== 1) throw new Error(`minDepth ${p.minDepth} has no CLI flag`);
-  const f: string[] = o.rule === 'spaced' ? ['--rule', 'v3'] : o.rule === 'joined' ? ['--rule=v3'] : [];
-  const put = (flag: string, value: number, dflt: number) => {
-    if (value !== dflt || o.explicit) f.push(flag, String(value));
-  };
-  put('--alpha', p.alpha, 1);
-  put('--tau', p.tau, 0.5);
-  put('--prune-ratio', p.pruneRatio, 0.5);
-  put('--contest-gain', p.contestGain, 4);
-  put('--fork-keep', p.forkKeep, 0.25);
-  put('--base-depth', p.baseDepth, 4);
-  put('--depth-gain', p.depthGain, 1);
-  if (p.maxDepth !== undefined) f.push('--max-depth', String(p.maxDepth));
-  if (o.widen !== undefined) f.push('--widen', String(o.widen));
-  if (p.budget.kind === 'perTree') put('--budget', p.budget.budget, 16);
-  else {
-    f.push('--total-budget', String(p.budget.total));
-    put('--min-per-tree', p.budget.minPerTree, 1);
-  }
-  put('--tree-floor', p.treeFloor, 1); // accepted with a per-tree budget too, where it has no effect
-  return f;
+  // --tree-floor is accepted with a per-tree budget too, where it has no effect.
+  return ruleFlags(o.rule === 'spaced' ? ['--rule', 'v3'] : o.rule === 'joined' ? ['--rule=v3'] : [], [
+    ['--alpha', p.alpha, 1], ['--tau', p.tau, 0.5], ['--prune-ratio', p.pruneRatio, 0.5], ['--contest-gain', p.contestGain, 4],
+    ['--fork-keep', p.forkKeep, 0.25], ['--base-depth', p.baseDepth, 4], ['--depth-gain', p.depthGain, 1],
+    ['--tree-floor', p.treeFloor, 1],
+  ], p, o);
 }
 
 /** `trace-alloc score FILE --scores --backend cpu [v3 flags]`, parsed; throws with stderr on a non-zero exit. */
