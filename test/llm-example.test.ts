@@ -83,6 +83,20 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a G
       expect(byName['trace-v2'].rule_asked).toBe('v2');
       expect(byName['trace-v2'].rule).toBe('v2');
       expect(readFileSync(join(out, 'results', 'curve.svg'), 'utf8')).toContain('<polyline');
+      // It trains something (some rollouts succeed, so some advantage and loss is not 0), and what
+      // it prints says what each sampler did, step by step, and why a loss is 0 where one is.
+      expect(result.runs.flatMap((r) => r.steps).some((s) => s.loss !== 0)).toBe(true);
+      expect(run.stdout).toMatch(/^smoke run: seed 0, 3 steps per sampler/m);
+      for (const r of result.runs) {
+        const block = run.stdout.split(/^(?=\S)/m).find((b) => b.startsWith(`${r.sampler} `))!;
+        expect(block, r.sampler).toMatch(/success \d\.\d{3} -> \d\.\d{3}/);
+        r.steps.forEach((s, i) => {
+          const line = new RegExp(`step ${i + 1}: ${s.tokens} generated tokens, \\d+ rollouts \\(\\d+ finished, \\d+ succeeded\\), ${s.mixed_groups} of ${s.scored_groups} groups mixed, loss (-?\\d\\.\\d{4})(.*)`).exec(block);
+          expect(line, `${r.sampler} step ${i + 1}: ${block}`).not.toBeNull();
+          if (s.loss === 0 && s.mixed_groups === 0) expect(line![2]).toContain('every advantage is 0');
+        });
+      }
+      expect(run.stdout).toContain(`results.json, summary.md and the charts are in ${join(out, 'results')}`);
       expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('| trace-v2 |');
     } finally {
       rmSync(out, { recursive: true, force: true });

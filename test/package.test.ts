@@ -171,6 +171,17 @@ describe('published declarations', () => {
       expect(r.code).toBe(0);
     }, 120_000);
 
+    // The settings strict projects add on top of `strict`: an indexed read may be undefined, and an
+    // optional property may not be set to undefined. The quick start must compile under them as
+    // written, and the declarations too (skipLibCheck stays off).
+    it(`${compiler}: type-check every example under noUncheckedIndexedAccess and exactOptionalPropertyTypes`, () => {
+      linkDevPackage('@types/node');
+      const r = typeCheck(compiler, { types: ['node'], noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true }, 'strictest');
+      expect(r.examples.filter((e) => e.file === 'README.md').length).toBeGreaterThanOrEqual(3);
+      expect(`${r.stdout}${r.stderr}`).toBe('');
+      expect(r.code).toBe(0);
+    }, 120_000);
+
     it(`${compiler}: type-check with no DOM lib at all (the declarations need no WebGPU or DOM types)`, () => {
       linkDevPackage('@types/node');
       const r = typeCheck(compiler, { types: ['node'], lib: ['ES2023'] }, 'no-dom');

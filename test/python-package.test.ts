@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,43 @@ describe('the Python package (python/, pytest)', () => {
     const which = spawnSync(PYTHON, ['-c', 'import trace_alloc, sys; print(trace_alloc.__file__)'], { encoding: 'utf8', cwd: work, env });
     expect(which.stdout).toContain(target);
   }, 500_000);
+
+  // The README's Python start, `pip install ./python`, from this very checkout: the wheel pip builds
+  // records the checkout, so the client finds its built CLI from any folder, with no TRACE_ALLOC_BIN.
+  it('pip install ./python: the client finds this checkout\'s service from outside it', () => {
+    const target = join(work, 'from-checkout');
+    const install = spawnSync(PYTHON, ['-m', 'pip', 'install', '--no-deps', '--no-index', '--target', target, join(root, 'python')], {
+      encoding: 'utf8', timeout: 120_000, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    expect(install.status, install.stdout + install.stderr).toBe(0);
+    // The user's shell elsewhere: node on PATH and nothing else of ours (no trace-alloc, no TRACE_ALLOC_BIN).
+    const bin = join(work, 'node-only-bin');
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(process.execPath, join(bin, 'node'));
+    const elsewhere = join(work, 'elsewhere');
+    mkdirSync(elsewhere, { recursive: true });
+    const env: NodeJS.ProcessEnv = { PATH: bin, HOME: work, TMPDIR: work, PYTHONPATH: target, PYTHONDONTWRITEBYTECODE: '1', XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR };
+    const probe = [
+      'import json, trace_alloc',
+      'with trace_alloc.Service(backend="cpu") as ta:',
+      '    ta.add_tree("q17", [{"embedding": [1, 0]}, {"parent": 0, "reward": 1, "visits": 2, "embedding": [1, 0.01]}, {"parent": 0, "visits": 2, "embedding": [0, 1]}])',
+      '    plan = ta.plan(budget=8)',
+      'print(json.dumps({"command": trace_alloc.find_command(), "file": trace_alloc.__file__,',
+      '                  "placed": sum(a.branches for t in plan.trees for a in t.allocations)}))',
+    ].join('\n');
+    const r = spawnSync(PYTHON, ['-c', probe], { encoding: 'utf8', timeout: 60_000, cwd: elsewhere, env });
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { command: string[]; file: string; placed: number };
+    expect(out.file).toContain(target);
+    expect(out.command).toEqual([join(bin, 'node'), join(root, 'dist/cli/main.js')]);
+    expect(out.placed).toBe(8);
+    // Without node, the constructor says so at once, naming what to install.
+    const noNode = spawnSync(PYTHON, ['-c', 'import trace_alloc\ntry:\n    trace_alloc.Service()\nexcept trace_alloc.TraceAllocError as e:\n    print(e.message)'], {
+      encoding: 'utf8', timeout: 60_000, cwd: elsewhere, env: { ...env, PATH: join(work, 'nothing') },
+    });
+    expect(noNode.stdout).toMatch(/no `node` on PATH.*Node\.js >= 20/);
+    expect(noNode.stdout).not.toMatch(/npm install -g/);
+  }, 200_000);
 
   it('ships in the npm tarball with the examples that use it', () => {
     const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', timeout: 120_000 });

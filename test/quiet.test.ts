@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chooseAutoBackend } from '../src/backend/select.js';
+import { availableParallelism } from 'node:os';
+import { chooseAutoBackend, createScorer } from '../src/backend/select.js';
+import { createLiveForest } from '../src/live/create.js';
 import { gpuDeviceFiles } from '../src/gpu/devices.js';
 import { runCli } from './cli-helpers.js';
 
@@ -87,7 +89,7 @@ describe('auto without a GPU device file', () => {
     mkdirSync(dev, { recursive: true });
     const asked: string[] = [];
     const choice = await chooseAutoBackend(undefined, dev);
-    expect(choice).toMatchObject({ backend: 'cpu', why: expect.stringMatching(/no GPU device.*CPU-emulated/) });
+    expect(choice).toMatchObject({ backend: 'cpu', why: 'no GPU device', detail: expect.stringMatching(/no GPU device file.*CPU-emulated/) });
     // A navigator.gpu given by the caller is always asked, whatever /dev holds.
     const gpu = { requestAdapter: async () => { asked.push('asked'); return null; } } as unknown as GPU;
     expect(await chooseAutoBackend(gpu, dev)).toMatchObject({ backend: 'cpu', why: 'no WebGPU adapter found' });
@@ -98,7 +100,7 @@ describe('auto without a GPU device file', () => {
     const score = runCli(['score', forestFile]);
     expect(score.code).toBe(0);
     expect(score.stderr).not.toMatch(/Warning|artificially/);
-    expect(score.stderr).toMatch(/backend auto: no GPU device/);
+    expect(score.stderr).toBe('trace-alloc: backend auto: no GPU device; scoring on the cpu backend (2 threads)\n'.replace('2 threads', `${availableParallelism()} thread${availableParallelism() === 1 ? '' : 's'}`));
     const lib = runModule(`const s = await ta.createScorer({ backend: 'auto' }); console.log('backend:', s.backend); s.destroy();`);
     expect(lib.stderr).toBe('');
     expect(lib.stdout).toContain('backend: cpu');
@@ -106,5 +108,62 @@ describe('auto without a GPU device file', () => {
     const serve = runCli(['serve', '--stdio'], `${JSON.stringify({ id: 1, op: 'add-tree', tree: { id: 'q', nodes: [{ embedding: [1, 0] }] } })}\n`);
     expect(serve.code).toBe(0);
     expect(serve.stderr).not.toMatch(/Warning|artificially/);
+    expect(serve.stderr).toBe('trace-alloc serve: live forest: no GPU device; re-scoring on the cpu\n');
+  });
+
+  it.runIf(process.platform === 'linux' && gpuDeviceFiles()?.length === 0)('here: --verbose adds why, on one more line (score, viz, demo, serve)', () => {
+    const why = /^trace-alloc( serve)?: \/dev has no GPU device file \(dri\/renderD\*, nvidia\*, dxg, mali\*\), so WebGPU could offer only a CPU-emulated adapter, slower than the cpu backend; --backend gpu uses one anyway$/;
+    const score = runCli(['score', forestFile, '--verbose']);
+    expect(score.code).toBe(0);
+    const lines = score.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^trace-alloc: backend auto: no GPU device; scoring on the cpu backend/);
+    expect(lines[1]).toMatch(why);
+    const viz = runCli(['viz', forestFile, '--out', join(dir, 'view.html'), '--verbose']);
+    expect(viz.code).toBe(0);
+    expect(viz.stderr.trimEnd().split('\n')[1]).toMatch(why);
+    const demo = runCli(['demo', '--trees', '8', '--compare-seeds', '0', '--view', join(dir, 'demo.html'), '--verbose']);
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toMatch(/\n {2}note: backend auto: no GPU device; scoring on the cpu backend \(\d+ threads?\)\n {2}note: \/dev has no GPU device file/);
+    const serve = runCli(['serve', '--stdio', '--verbose'], `${JSON.stringify({ id: 1, op: 'add-tree', tree: { id: 'q', nodes: [{ embedding: [1, 0] }] } })}\n`);
+    expect(serve.code).toBe(0);
+    expect(serve.stderr.trimEnd().split('\n')).toEqual(['trace-alloc serve: live forest: no GPU device; re-scoring on the cpu', expect.stringMatching(why)]);
+  });
+});
+
+describe('the backend notice is one short line', () => {
+  it('auto on a CPU-emulated adapter: one line naming it, the explanation as its detail', async () => {
+    const emulated = { requestAdapter: async () => ({ info: { vendor: 'mesa', architecture: '', device: '', description: 'lavapipe' }, features: new Set(), limits: {} }) } as unknown as GPU;
+    const notices: Array<[string, string | undefined]> = [];
+    const scorer = await createScorer({ backend: 'auto', gpu: emulated, threads: 1, onNotice: (m, d) => notices.push([m, d]) });
+    scorer.destroy();
+    expect(notices).toEqual([['backend auto: adapter "lavapipe" is CPU-emulated; scoring on the cpu backend (1 thread)',
+      'lavapipe runs on the CPU, so it is slower than the cpu backend on the same cores; --backend gpu uses it anyway']]);
+    const live = await createLiveForest({ dim: 2, backend: 'auto', onNotice: (m, d) => notices.push([m, d]) });
+    live.destroy();
+    expect(notices).toHaveLength(2);
+    expect(notices[1][0]).toMatch(/^live forest: .*; re-scoring on the (cpu|gpu)/);
+    // As the CLI prints them (prefix included): one terminal line each, give or take the adapter's name.
+    expect(`trace-alloc: ${notices[0][0]}`.length - 'lavapipe'.length).toBeLessThanOrEqual(100);
+    expect(`trace-alloc serve: ${notices[1][0]}`.length).toBeLessThanOrEqual(100);
+  });
+
+  it('--backend gpu without an adapter still fails with how to get one (no Vulkan driver: the loader is pointed at none)', () => {
+    const noDriver = { VK_ICD_FILENAMES: join(dir, 'no-driver.json'), VK_DRIVER_FILES: join(dir, 'no-driver.json') };
+    const gpu = runCli(['score', forestFile, '--backend', 'gpu'], undefined, noDriver);
+    expect(gpu.code).toBe(1);
+    expect(gpu.stdout).toBe('');
+    expect(gpu.stderr).toMatch(/trace-alloc: no WebGPU adapter found\. .*lavapipe.*--backend cpu/);
+    const auto = runCli(['score', forestFile, '--verbose'], undefined, noDriver);
+    expect(auto.code).toBe(0);
+    expect(auto.stderr).toMatch(/^trace-alloc: backend auto: no (GPU device|WebGPU adapter found); scoring on the cpu backend/m);
+  });
+
+  it('--verbose is a flag of every command that scores, and its help says what it adds', () => {
+    for (const command of ['score', 'viz', 'demo', 'serve']) {
+      const help = runCli([command, '--help']);
+      expect(help.code, command).toBe(0);
+      expect(help.stdout, command).toMatch(/--verbose\s+explain the backend notice: why auto did not use a GPU/);
+    }
   });
 });

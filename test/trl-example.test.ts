@@ -18,7 +18,7 @@ if (!haveTrl && !required) {
 
 interface Call { trees: number; tokens_used: number; returned_finished: number; returned_unfinished: number; padded: number }
 interface Run {
-  sampler: string; tokens: number[]; steps: { loss: number }[]; success_before: number; success_after: number;
+  sampler: string; tokens: number[]; steps: { loss: number; frac_reward_zero_std: number | null }[]; success_before: number; success_after: number;
   rollout_calls?: Call[]; completions_per_prompt?: number;
 }
 
@@ -54,6 +54,21 @@ describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tre
       }
     }
     expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('| trace-treerl |');
+    // It trains something: not every reward alike, so not every advantage and loss 0 (as with a
+    // policy that never solves a prompt).
+    expect(result.runs.flatMap((r) => r.steps).some((s) => s.loss !== 0)).toBe(true);
+    // What it prints says what it did: each sampler's steps with their tokens, rewards and loss,
+    // why a loss is 0 where one is, and where the files went.
+    for (const r of result.runs) {
+      const block = run.stderr.split(/^seed \d+ /m).find((b) => b.startsWith(r.sampler + ' '))!;
+      expect(block, r.sampler).toMatch(/success \d\.\d{3} -> \d\.\d{3}, \d+ tokens/);
+      r.steps.forEach((s, i) => {
+        const line = new RegExp(`step ${i + 1}: ${r.tokens[i]} generated tokens.*; ${prompts * generations} completions, mean reward \\d\\.\\d{3} \\(std \\d\\.\\d{3}\\); loss (-?\\d\\.\\d{4})(.*)`).exec(block);
+        expect(line, `${r.sampler} step ${i + 1}: ${block}`).not.toBeNull();
+        if (s.loss === 0 && s.frac_reward_zero_std === 1) expect(line![2]).toContain('every advantage is 0');
+      });
+    }
+    expect(run.stderr).toContain(`wrote ${join(out, 'results', 'results.json')}`);
     // Nothing but what it was asked to write (the temp folder's own caches aside).
     expect(readdirSync(join(out, 'results')).sort()).toEqual(['results.json', 'summary.md']);
     } finally {

@@ -40,8 +40,9 @@ PRIMARY = ("independent", "trace")
 # Settings that differ from `Config`'s defaults (the committed CPU run), by profile.
 PROFILES = {
     "cpu": {},
-    # CI: every sampler, a few steps, small enough for well under a minute.
-    "smoke": dict(steps=3, prompt_pool=8, prompts_per_step=4, tokens_per_step=160, pretrain_steps=40,
+    # CI: every sampler, a few steps, small enough for well under a minute. 150 pre-training steps:
+    # with 40 no rollout succeeded, every advantage was 0 and nothing was trained.
+    "smoke": dict(steps=3, prompt_pool=8, prompts_per_step=4, tokens_per_step=160, pretrain_steps=150,
                   eval_every=3, eval_samples=2),
     # The borrowed H200: an 8-layer, 256-wide GPT-2 (6.3 M parameters) on the committed run's task,
     # samplers and tokens per step; pre-trained until 15% success (its size learns faster), and
@@ -177,6 +178,9 @@ def report(out: Path, result: dict, quiet: bool = False) -> int:
     (out / "summary.md").write_text(markdown(result))
     if quiet:
         return 0
+    if result.get("profile") == "smoke":
+        smoke_report(out, result)
+        return 0
     for s, v in result["summary"]["samplers"].items():
         print("%-16s final %.3f [%.3f, %.3f]  mean %.3f [%.3f, %.3f]  step %.2fs%s" % (
             s, v["final_success"]["mean"], *v["final_success"]["ci95"], v["mean_success"]["mean"], *v["mean_success"]["ci95"],
@@ -185,6 +189,25 @@ def report(out: Path, result: dict, quiet: bool = False) -> int:
         print("%-48s %+.3f [%+.3f, %+.3f]" % (k, v["mean"], *v["ci95"]))
     print("wall %.0f s, written to %s" % (result["machine"]["wall_s"], out))
     return 0
+
+
+def smoke_report(out: Path, result: dict) -> None:
+    """What a smoke run did, sampler by sampler and step by step: one seed's success rates over a
+    few episodes compare nothing, so its paired differences are not printed."""
+    cfg = result["config"]
+    print("smoke run: seed %d, %d steps per sampler, %d prompts per step, a %d-layer GPT-2 pre-trained %d steps; "
+          "success = mean outcome of %d episodes per prompt on the %d-prompt pool (too few to compare samplers)"
+          % (cfg["seed"], cfg["steps"], cfg["prompts_per_step"], cfg["layers"], cfg["pretrain_steps"], cfg["eval_samples"],
+             cfg["prompt_pool"]))
+    for r in result["runs"]:
+        print("%-16s success %.3f -> %.3f" % (r["sampler"], r["curve"][0][1], r["final_success"]))
+        for i, step in enumerate(r["steps"], 1):
+            why = ("  (no sibling group had mixed outcomes: every advantage is 0)"
+                   if step["loss"] == 0 and step.get("mixed_groups") == 0 else "")
+            print("    step %d: %d generated tokens, %d rollouts (%d finished, %d succeeded), %d of %d groups mixed, loss %.4f%s"
+                  % (i, step["tokens"], step["rollouts"], step["finished"], step["successes"], step.get("mixed_groups", 0),
+                     step.get("scored_groups", 0), step["loss"], why))
+    print("wall %.0f s; results.json, summary.md and the charts are in %s" % (result["machine"]["wall_s"], out))
 
 
 if __name__ == "__main__":

@@ -79,8 +79,11 @@ class Config:
     hidden: int = 64
 
 
-SMOKE = dict(steps=2, prompt_pool=4, prompts_per_step=2, num_generations=4, pretrain_steps=20, eval_samples=2,
-             layers=1, hidden=32)
+# A few seconds per sampler. Pre-trained 300 steps, with 8 completions per prompt: a policy pre-trained
+# 20 steps never solved a prompt, every reward was 0, GRPO's advantages (reward − its prompt's mean)
+# were all 0 and so was every loss: the run trained nothing.
+SMOKE = dict(steps=2, prompt_pool=4, prompts_per_step=2, num_generations=8, pretrain_steps=300, eval_samples=2,
+             layers=1, hidden=64)
 
 
 def service() -> trace_alloc.Service:
@@ -132,7 +135,8 @@ def run_sampler(name: str, cfg: Config, base_model, tok, dataset, prompts, budge
     logs = [x for x in trainer.state.log_history if "loss" in x]
     after = success_rate(generate, model, prompts, cfg.eval_samples, cfg.seed * 7 + 1)
     result = {"sampler": name, "seed": cfg.seed, "success_before": before, "success_after": after, "train_s": train_s,
-              "steps": [{"loss": x["loss"], "reward": x.get("reward"), "reward_std": x.get("reward_std")} for x in logs]}
+              "steps": [{"loss": x["loss"], "reward": x.get("reward"), "reward_std": x.get("reward_std"),
+                         "frac_reward_zero_std": x.get("frac_reward_zero_std")} for x in logs]}
     if name == "independent":
         result["tokens"] = rollout.tokens
     else:
@@ -159,7 +163,22 @@ def run_seed(cfg: Config, samplers: list[str]) -> list[dict]:
         runs.append(r)
         print("seed %d %-12s success %.3f -> %.3f, %d tokens, %.0f s" % (cfg.seed, name, r["success_before"],
               r["success_after"], sum(r["tokens"]), r["train_s"]), file=sys.stderr, flush=True)
+        print_steps(r, cfg)
     return runs
+
+
+def print_steps(run: dict, cfg: Config) -> None:
+    """Each training step of one run, as a user checks it: tokens, rewards, the loss, and why a loss is 0."""
+    calls = run.get("rollout_calls") or [None] * len(run["steps"])
+    for i, (step, tokens, call) in enumerate(zip(run["steps"], run["tokens"], calls), 1):
+        trees = "" if call is None else " (%d rounds, %d finished + %d cut rollouts, %.0f%% started at a prompt)" % (
+            call["rounds"], call["finished"], call["unfinished"], 100 * call["root_share"])
+        why = ""
+        if step["loss"] == 0 and step.get("frac_reward_zero_std") == 1:
+            why = "  (every prompt's %d completions got the same reward: every advantage is 0)" % cfg.num_generations
+        print("    step %d: %d generated tokens%s; %d completions, mean reward %.3f (std %.3f); loss %.4f%s" % (
+            i, tokens, trees, cfg.prompts_per_step * cfg.num_generations, step["reward"] or 0.0, step["reward_std"] or 0.0,
+            step["loss"], why), file=sys.stderr, flush=True)
 
 
 def summary(runs: list[dict], samplers: list[str], cfg: Config, seeds: int) -> str:
@@ -233,6 +252,8 @@ def main() -> None:
                           "torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__}}
     (out / "results.json").write_text(json.dumps(result, indent=1))
     (out / "summary.md").write_text(summary(runs, samplers, base, seeds))
+    print("wrote %s (every step's tokens, rewards and loss) and %s" % (out / "results.json", out / "summary.md"),
+          file=sys.stderr, flush=True)
     print(json.dumps({"seconds": result["seconds"], "runs": len(runs)}))
 
 

@@ -12,6 +12,13 @@ Hooks: `build_wheel`, `build_sdist`, `build_editable` (PEP 660, a `.pth` file), 
 `get_requires_*`. Config setting `runtime=DIR` (pip `--config-settings runtime=DIR`, or
 `python/build-wheel.ts` which stages DIR): a staged Node runtime (`node`, `app/`,
 `MANIFEST.json`) packed as `trace_alloc/_runtime/`, making a platform wheel.
+
+Where the service comes from: a platform wheel carries it; a pure wheel built inside a
+trace-alloc checkout (`pip install ./python`) records that checkout in
+`trace_alloc/_checkout.json`, and the installed client runs the checkout's built
+`dist/cli/main.js` from anywhere (`find_command`). Config setting `record-checkout=false` leaves
+the record out (a client-only wheel for another machine); a wheel built from an sdist has no
+checkout to record.
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent  # python/, the folder holding pyproject.toml
 RUNTIME_DIR = "_runtime"  # inside the package: trace_alloc/_runtime/
+CHECKOUT_RECORD = "_checkout.json"  # inside the package: the checkout a pure wheel was built in
 
 # Node's process.platform/process.arch -> the wheel platform tag of a binary built for it. The
 # official Node builds target glibc 2.28 on Linux, macOS 11 (arm64) / 10.15 (x64).
@@ -111,6 +119,16 @@ def _package_files(project: _Project) -> Iterator[Tuple[str, Path]]:
         if path.is_file() and "__pycache__" not in path.parts and RUNTIME_DIR not in path.relative_to(top).parts[:1]:
             if path.suffix == ".py" or path.name == "py.typed":
                 yield rel, path
+
+
+def _checkout() -> Optional[Path]:
+    """The trace-alloc checkout holding this python/ folder: a package.json named trace-alloc beside it."""
+    repo = ROOT.parent
+    try:
+        manifest = json.loads((repo / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return repo if isinstance(manifest, dict) and manifest.get("name") == "trace-alloc" else None
 
 
 def _runtime_files(project: _Project, runtime: Path) -> Iterator[Tuple[str, Path]]:
@@ -199,12 +217,17 @@ def get_requires_for_build_editable(config_settings: Optional[Mapping[str, Any]]
 
 def build_wheel(wheel_directory: str, config_settings: Optional[Mapping[str, Any]] = None,
                 metadata_directory: Optional[str] = None) -> str:
-    """A pure wheel (`py3-none-any`), or with `runtime=DIR` a platform wheel carrying DIR."""
+    """A pure wheel (`py3-none-any`), recording the checkout it was built in, or with
+    `runtime=DIR` a platform wheel carrying DIR."""
     project = _Project()
     files = list(_package_files(project))
-    runtime = (config_settings or {}).get("runtime")
+    settings = config_settings or {}
+    runtime = settings.get("runtime")
     if not runtime:
-        return _write_wheel(wheel_directory, project, files, "py3-none-any")
+        checkout = _checkout() if str(settings.get("record-checkout", "true")).lower() != "false" else None
+        record = {} if checkout is None else {
+            "%s/%s" % (project.package, CHECKOUT_RECORD): (json.dumps({"checkout": str(checkout)}) + "\n").encode("utf-8")}
+        return _write_wheel(wheel_directory, project, files, "py3-none-any", record)
     runtime_path = Path(runtime).resolve()
     tag = "py3-none-%s" % _runtime_tag(runtime_path)
     return _write_wheel(wheel_directory, project, files + list(_runtime_files(project, runtime_path)), tag)
@@ -244,8 +267,14 @@ def build_sdist(sdist_directory: str, config_settings: Optional[Mapping[str, Any
     return out.name
 
 
-if __name__ == "__main__":  # python build-backend/trace_alloc_build.py OUT_DIR [RUNTIME_DIR]
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: trace_alloc_build.py OUT_DIR [RUNTIME_DIR]")
-    settings = {"runtime": sys.argv[2]} if len(sys.argv) == 3 else {}
-    print(Path(sys.argv[1]).resolve() / build_wheel(sys.argv[1], settings))
+if __name__ == "__main__":  # python build-backend/trace_alloc_build.py [--no-checkout] OUT_DIR [RUNTIME_DIR]
+    args = sys.argv[1:]
+    settings: Dict[str, str] = {}
+    if args[:1] == ["--no-checkout"]:
+        settings["record-checkout"] = "false"
+        args = args[1:]
+    if len(args) not in (1, 2):
+        sys.exit("usage: trace_alloc_build.py [--no-checkout] OUT_DIR [RUNTIME_DIR]")
+    if len(args) == 2:
+        settings["runtime"] = args[1]
+    print(Path(args[0]).resolve() / build_wheel(args[0], settings))

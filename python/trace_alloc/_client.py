@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -34,9 +34,14 @@ DEFAULT_TIMEOUT = 300.0
 # The Node runtime a platform wheel carries (`npm run build:wheel`): Node, the built CLI, its
 # runtime node_modules. Absent from a wheel built without it and from a source checkout.
 _RUNTIME = Path(__file__).resolve().parent / "_runtime"
-_INSTALL_HINT = ("install the trace-alloc wheel built for this platform (it bundles Node and the service: "
-                 "`npm run build:wheel` in a trace-alloc checkout), or install Node.js >= 20 and "
-                 "`npm install -g trace-alloc`, or set TRACE_ALLOC_BIN to a trace-alloc executable or its dist/cli/main.js")
+# The checkout a `pip install ./python` was built from (written by build-backend/trace_alloc_build.py:
+# {"checkout": "/abs/path"}); its `dist/cli/main.js` is the service. Absent from every other build.
+_CHECKOUT_RECORD = Path(__file__).resolve().parent / "_checkout.json"
+_REMEDIES = ("install the trace-alloc wheel built for this platform, which carries Node and the service "
+             "(`npm run build:wheel` in a trace-alloc checkout, then `pip install python/dist/trace_alloc-*.whl`); "
+             "or, with Node.js >= 20, run `npm ci` in a trace-alloc checkout and `pip install ./python` from it "
+             "(the package then runs that checkout's CLI); or set TRACE_ALLOC_BIN to a trace-alloc executable "
+             "or to a checkout's dist/cli/main.js")
 
 
 def _bundled() -> Optional[List[str]]:
@@ -58,32 +63,78 @@ def _node_for(script: Path) -> List[str]:
         bundled = _bundled()
         if bundled is None:
             raise TraceAllocError("service_error", "found %s but no `node` on PATH to run it: install Node.js >= 20, or %s"
-                                  % (script, _INSTALL_HINT))
+                                  % (script, _REMEDIES))
         node = bundled[0]
     return [node, str(script)]
+
+
+def _from_env(value: str) -> List[str]:
+    """`$TRACE_ALLOC_BIN` as a command line, refused at once (naming the path) when it names nothing runnable."""
+    path = Path(value).expanduser()
+    what = "TRACE_ALLOC_BIN=%s" % value
+    expect = "set it to a trace-alloc executable or to a checkout's dist/cli/main.js, or unset it"
+    if path.is_dir():
+        main = path / "dist" / "cli" / "main.js"
+        hint = "did you mean TRACE_ALLOC_BIN=%s? " % main if main.is_file() else ""
+        raise TraceAllocError("service_error", "%s is a folder, not the service: %s%s" % (what, hint, expect))
+    if value.endswith((".js", ".mjs")):
+        if not path.is_file():
+            raise TraceAllocError("service_error", "%s: no such file (%s): %s" % (what, path.resolve(), expect))
+        return _node_for(path.resolve())
+    if os.sep in value or (os.altsep and os.altsep in value):
+        if not path.is_file():
+            raise TraceAllocError("service_error", "%s: no such file (%s): %s" % (what, path.resolve(), expect))
+        if not os.access(str(path), os.X_OK):
+            raise TraceAllocError("service_error", "%s is not executable: chmod +x it, or %s" % (what, expect))
+        return [str(path.resolve())]
+    on_path = shutil.which(value)
+    if on_path is None:
+        raise TraceAllocError("service_error", "%s: no such command on PATH: %s" % (what, expect))
+    return [on_path]
+
+
+def _recorded_checkout() -> Tuple[Optional[Path], Optional[str]]:
+    """The built `main.js` of the checkout this package was installed from, or why there is none usable."""
+    try:
+        checkout = Path(json.loads(_CHECKOUT_RECORD.read_text(encoding="utf-8"))["checkout"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None  # not installed from a checkout (or the record is unreadable: then as if not)
+    main = checkout / "dist" / "cli" / "main.js"
+    if main.is_file():
+        return main, None
+    if not checkout.is_dir():
+        return None, ("this package was installed from the trace-alloc checkout %s, which is no longer there "
+                      "(reinstall it from a checkout)" % checkout)
+    return None, ("this package was installed from the trace-alloc checkout %s, which has no built CLI (%s): "
+                  "run `npm ci` or `npm run build` there" % (checkout, main))
 
 
 def find_command() -> List[str]:
     """The `trace-alloc` executable, as a command line (without `serve --stdio`):
 
     1. `$TRACE_ALLOC_BIN`: a path to the `trace-alloc` executable, or to `dist/cli/main.js`
-       (run with `node`);
+       (run with `node`); a path that names nothing runnable is refused here, naming it;
     2. the runtime this package carries (the platform wheel: its own Node and CLI);
-    3. `trace-alloc` on `PATH` (an `npm install -g trace-alloc`, or `node_modules/.bin` on PATH);
-    4. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
+    3. the built `dist/cli/main.js` of the checkout this package was installed from
+       (`pip install ./python` records it), run with `node`;
+    4. `trace-alloc` on `PATH` (`node_modules/.bin` on PATH, or a checkout's `npm link`);
+    5. `dist/cli/main.js` of a trace-alloc checkout above the current folder or this package
        (`npm run build` there first);
-    5. `node_modules/trace-alloc/dist/cli/main.js` above the current folder (a Node project
+    6. `node_modules/trace-alloc/dist/cli/main.js` above the current folder (a Node project
        that depends on trace-alloc).
 
-    Nothing found raises `TraceAllocError` (`service_error`) saying what to install; nothing is
+    Nothing found raises `TraceAllocError` (`service_error`) saying what to do; nothing is
     downloaded (no `npx`).
     """
     env = os.environ.get("TRACE_ALLOC_BIN")
     if env:
-        return _node_for(Path(env)) if env.endswith((".js", ".mjs")) else [env]
+        return _from_env(env)
     bundled = _bundled()
     if bundled:
         return bundled
+    recorded, unusable = _recorded_checkout()
+    if recorded is not None:
+        return _node_for(recorded)
     on_path = shutil.which("trace-alloc")
     if on_path:
         return [on_path]
@@ -96,7 +147,8 @@ def find_command() -> List[str]:
         main = folder / "node_modules" / "trace-alloc" / "dist" / "cli" / "main.js"
         if main.is_file():
             return _node_for(main)
-    raise TraceAllocError("service_error", "cannot find the trace-alloc service: " + _INSTALL_HINT)
+    raise TraceAllocError("service_error", "cannot find the trace-alloc service: %s%s"
+                          % (unusable + "; or " if unusable else "", _REMEDIES))
 
 
 def _first_non_finite(value: Any, path: str) -> Optional[tuple]:

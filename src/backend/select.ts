@@ -16,11 +16,12 @@ export interface CreateScorerOptions {
   /** f16 embeddings on the GPU (needs `shader-f16`; `auto` falls back to f32 with a notice). */
   f16?: boolean;
   /**
-   * Called with a human-readable line: which backend `auto` picked and why, and the warning
-   * when a lost device makes it finish on the CPU. Without it, only warnings are printed
-   * (console.warn).
+   * Called with one short human-readable line: which backend `auto` picked and why, and the
+   * warning when a lost device makes it finish on the CPU. `detail`, when there is one, explains
+   * the line at length (why no GPU was used); the CLI prints it under `--verbose`. Without
+   * `onNotice`, only warnings are printed (console.warn).
    */
-  onNotice?: (message: string) => void;
+  onNotice?: (message: string, detail?: string) => void;
   /** Share a `GpuContext` (device, pipelines, buffer pool); it is not destroyed with the scorer. */
   context?: GpuContext;
   /** The `navigator.gpu` to use instead of Dawn's (browsers, tests). */
@@ -57,7 +58,7 @@ export async function createScorer(options: CreateScorerOptions = {}): Promise<S
     const choice = await chooseAutoBackend(options.gpu);
     if (choice.backend === 'cpu') {
       const scorer = cpu();
-      notice(`backend auto: ${choice.why}; scoring on the cpu backend (${scorer.threads} thread${scorer.threads === 1 ? '' : 's'})`);
+      notice(`backend auto: ${choice.why}; scoring on the cpu backend (${scorer.threads} thread${scorer.threads === 1 ? '' : 's'})`, choice.detail);
       return scorer;
     }
     try {
@@ -77,8 +78,11 @@ export async function createScorer(options: CreateScorerOptions = {}): Promise<S
   return new AutoScorer(gpu, cpu(), options.onNotice, owned ? context : undefined);
 }
 
-/** What `auto` picks: a real GPU's adapter, or the CPU and why. */
-export type AutoChoice = { backend: 'gpu'; adapter: GPUAdapter; name: string } | { backend: 'cpu'; why: string };
+/**
+ * What `auto` picks: a real GPU's adapter, or the CPU and why — `why` in a few words (the
+ * one-line notice every start prints), `detail` at length where there is more to say.
+ */
+export type AutoChoice = { backend: 'gpu'; adapter: GPUAdapter; name: string } | { backend: 'cpu'; why: string; detail?: string };
 
 /**
  * `auto`'s choice: the GPU when the adapter WebGPU offers is a real one; the CPU when there is
@@ -88,18 +92,19 @@ export type AutoChoice = { backend: 'gpu'; adapter: GPUAdapter; name: string } |
  */
 export async function chooseAutoBackend(gpu?: GPU, dev = '/dev'): Promise<AutoChoice> {
   const noDevice = gpu === undefined ? noGpuDeviceReason(dev) : undefined;
-  if (noDevice !== undefined) return { backend: 'cpu', why: noDevice };
+  if (noDevice !== undefined) return { backend: 'cpu', why: 'no GPU device', detail: noDevice };
   let adapter: GPUAdapter;
   try {
     adapter = await requestGpuAdapter(gpu);
   } catch (err) {
-    return { backend: 'cpu', why: err instanceof GpuUnavailableError ? 'no WebGPU adapter found' : `no WebGPU adapter could be requested (${(err as Error).message})` };
+    if (err instanceof GpuUnavailableError) return { backend: 'cpu', why: 'no WebGPU adapter found' };
+    return { backend: 'cpu', why: 'no WebGPU adapter could be requested', detail: `requesting one failed: ${(err as Error).message}` };
   }
   const identity = adapterIdentity(adapter);
   const name = adapterName(identity);
   const emulated = cpuEmulationReason(identity);
   if (emulated !== undefined) {
-    return { backend: 'cpu', why: `the WebGPU adapter "${name}" is CPU-emulated (${emulated}) and slower than the cpu backend on the same cores; --backend gpu uses it anyway` };
+    return { backend: 'cpu', why: `adapter "${name}" is CPU-emulated`, detail: `${emulated}, so it is slower than the cpu backend on the same cores; --backend gpu uses it anyway` };
   }
   return { backend: 'gpu', adapter, name };
 }
@@ -114,7 +119,7 @@ function noGpuDeviceReason(dev: string): string | undefined {
   if (process.platform !== 'linux' || (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu) return undefined;
   const files = gpuDeviceFiles(dev);
   if (files === undefined || files.length > 0) return undefined;
-  return `no GPU device on this machine (${dev} has no dri/renderD*, nvidia*, dxg, mali*), so WebGPU could offer only a CPU-emulated adapter, slower than the cpu backend; --backend gpu uses one anyway`;
+  return `${dev} has no GPU device file (dri/renderD*, nvidia*, dxg, mali*), so WebGPU could offer only a CPU-emulated adapter, slower than the cpu backend; --backend gpu uses one anyway`;
 }
 
 /** `auto` after an adapter was found: the GPU until its device is lost, then the CPU. */

@@ -78,7 +78,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
 
   const forest = await timed('generate + pack', () => generateForest({ trees, dim, seed, minNodes, maxNodes, settledRate: DEMO_SETTLED_RATE }));
   const notices: string[] = [];
-  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => notices.push(line) }));
+  const scorer = await timed('backend setup', () => createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line, detail) => notices.push(...(settings.verbose && detail !== undefined ? [line, detail] : [line])) }));
   let scores: Scores;
   try {
     scores = await timed(`score (${scorer.backend})`, () => scorer.score(forest, settings.params));

@@ -77,6 +77,7 @@ export const SCORE_FLAGS = {
   'max-depth': 'int',
   backend: ['auto', 'gpu', 'cpu'],
   threads: 'int',
+  verbose: 'boolean',
 } as const satisfies FlagDefs;
 
 /** The flags of every command that reads a forest file. */
@@ -90,6 +91,8 @@ export interface ScoreSettings {
   notices: string[];
   /** CPU scoring threads; undefined: available parallelism. */
   threads?: number;
+  /** `--verbose`: notices carry their explanation (why `auto` did not use a GPU). */
+  verbose: boolean;
 }
 
 /** Turns parsed score flags into library settings, checking ranges so errors name the flag. */
@@ -140,6 +143,7 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
     backend: (values.backend as Backend | undefined) ?? 'auto',
     notices,
     threads: num('threads'),
+    verbose: values.verbose === true,
   };
 }
 

@@ -30,6 +30,9 @@ export function defineCommand<F extends FlagDefs>(help: CommandHelp<F>): Command
 
 const allocateDefaults = resolveAllocateOptions();
 
+/** `--verbose` of every command that scores (`score`, `viz`, `demo`, `serve`). */
+export const VERBOSE_MEANING = "explain the backend notice: why auto did not use a GPU (without it, the choice is one short line on stderr)";
+
 /** The scoring and allocation flags shared by `score`, `viz` and `demo`. */
 export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHelp } = {
   budget: { value: 'N', default: String(DEFAULT_BUDGET), meaning: 'new rollouts per tree' },
@@ -48,6 +51,7 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   'max-depth': { value: 'X', default: '4 × --base-depth', meaning: 'the largest depth (fork horizon) a plan gives' },
   threads: { value: 'N', default: 'available parallelism', meaning: 'CPU scoring threads (small forests stay on one); results are the same for any N' },
   backend: { default: 'auto', meaning: 'where scores are computed: cpu (float64 reference), gpu (WebGPU, any adapter), auto (the GPU when a hardware adapter exists, else the CPU: never a CPU-emulated adapter such as lavapipe)' },
+  verbose: { default: 'off', meaning: VERBOSE_MEANING },
 };
 
 /** The forest-reading flags shared by `score`, `viz` and `serve`. */

@@ -3,6 +3,16 @@ import { dirname } from 'node:path';
 import { OutputPathError, outputTarget, writeFileAtomic } from '../util/atomic-write.js';
 import { UsageError } from './flags.js';
 
+/**
+ * Prints the library's notices on stderr, `prefix: message`, one line each (which backend
+ * `auto` chose, a fallback); a notice's explanation only under `--verbose`, on a line of its own.
+ */
+export function noticePrinter(prefix: string, verbose: boolean): (message: string, detail?: string) => void {
+  return (message, detail) => {
+    process.stderr.write(`${prefix}: ${message}\n${verbose && detail !== undefined ? `${prefix}: ${detail}\n` : ''}`);
+  };
+}
+
 /** The result could not be written (disk full, broken pipe…): exit 1 with one line. */
 export class OutputError extends Error {
   override name = 'OutputError';

@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { CpuScorer } from '../score/cpu.js';
 import { FOREST_FLAGS, loadOptions, maxGroupSizeFlag, parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, SCORE_FLAG_HELP } from './help.js';
-import { checkOutputPath, writeResult } from './output.js';
+import { checkOutputPath, noticePrinter, writeResult } from './output.js';
 
 export const SCORE_COMMAND = defineCommand({
   name: 'score',
@@ -57,7 +57,7 @@ export async function runScore(argv: readonly string[]): Promise<number> {
     early?.destroy();
     throw err;
   }
-  const scorer = early ?? await (await import('../backend/select.js')).createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = early ?? await (await import('../backend/select.js')).createScorer({ backend: settings.backend, threads: settings.threads, onNotice: noticePrinter('trace-alloc', settings.verbose) });
   let plan;
   try {
     const scores = await scorer.score(forest, settings.params);

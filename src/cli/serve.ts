@@ -5,7 +5,8 @@ import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
 import { DEFAULT_RULE, type Rule } from '../allocate/options.js';
 import { FrameReader } from './lines.js';
 import { maxGroupSizeFlag, maxInflatedBytesFlag, parseFlags, UsageError } from './flags.js';
-import { defineCommand, FOREST_FLAG_HELP } from './help.js';
+import { defineCommand, FOREST_FLAG_HELP, VERBOSE_MEANING } from './help.js';
+import { noticePrinter } from './output.js';
 
 /** Default longest request line: a batch of about 2,000 trees of 100 nodes at dim 64 as JSON. */
 export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -25,7 +26,7 @@ an exit; the forest survives malformed lines. Ends with exit 0 at end of input, 
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
 Protocol: docs/PROTOCOL.md.`,
   flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2', 'v3'],
-    'max-request-bytes': 'int', 'max-batch-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', threads: 'int' },
+    'max-request-bytes': 'int', 'max-batch-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', threads: 'int', verbose: 'boolean' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
     backend: { default: 'auto', meaning: 'where dirty groups are re-scored: cpu, gpu, or auto (the GPU when an adapter exists)' },
@@ -36,6 +37,7 @@ Protocol: docs/PROTOCOL.md.`,
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
     'max-batch-bytes': { value: 'N', default: `${MAX_BATCH_BYTES_LIMIT} (what one buffer can hold)`, meaning: "longest add-columns payload in bytes; a longer one is answered with a request_too_large error carrying the request's id, then skipped unread" },
     threads: { value: 'N', default: 'available parallelism', meaning: 'CPU threads for large re-scores on the cpu backend (a batch of new trees, new α/τ); small ones stay on one; plans are the same for any N' },
+    verbose: { default: 'off', meaning: VERBOSE_MEANING },
     ...FOREST_FLAG_HELP,
   },
 });
@@ -66,7 +68,7 @@ export async function runServe(argv: string[]): Promise<number> {
     maxGroupSize: maxGroupSizeFlag(values),
     ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}),
     ...(threads !== undefined ? { threads } : {}),
-    onNotice: (m) => process.stderr.write(`trace-alloc serve: ${m}\n`),
+    onNotice: noticePrinter('trace-alloc serve', values.verbose === true),
   });
 
   let closed = false;

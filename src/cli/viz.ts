@@ -1,5 +1,5 @@
 import { extname } from 'node:path';
-import { checkOutputPath } from './output.js';
+import { checkOutputPath, noticePrinter } from './output.js';
 import { allocate } from '../allocate/allocate.js';
 import type { PackedForest } from '../forest/packed.js';
 import { checkGroupSizes } from '../forest/limits.js';
@@ -60,7 +60,7 @@ export async function runViz(argv: string[]): Promise<number> {
   const treeId = values.tree as string | undefined;
   const initialTree = treeId === undefined ? undefined : findTree(forest, treeId);
 
-  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: (line) => process.stderr.write(`trace-alloc: ${line}\n`) });
+  const scorer = await createScorer({ backend: settings.backend, threads: settings.threads, onNotice: noticePrinter('trace-alloc', settings.verbose) });
   let scores;
   try {
     scores = await scorer.score(forest, settings.params);

@@ -18,8 +18,8 @@ export interface CreateLiveForestOptions {
   gpu?: GpuLiveOptions;
   /** The most children one node may have; add-tree / add-nodes beyond it are refused. Default: no cap. */
   maxGroupSize?: number;
-  /** Called with a line saying which backend `auto` picked, or why it fell back. */
-  onNotice?: (message: string) => void;
+  /** Called with a short line saying which backend `auto` picked, or why it fell back; `detail` explains it at length (`createScorer`'s `onNotice`). */
+  onNotice?: (message: string, detail?: string) => void;
   /** Accept (and ignore) fields trees and nodes do not have; default false (an unknown field is an error naming it). */
   allowUnknownFields?: boolean;
   /**
@@ -62,7 +62,7 @@ async function createLiveBackend(options: CreateLiveForestOptions): Promise<Live
   if (options.gpu?.context === undefined) {
     const choice = await chooseAutoBackend();
     if (choice.backend === 'cpu') {
-      options.onNotice?.(`live forest: ${choice.why}; re-scoring on the cpu`);
+      options.onNotice?.(`live forest: ${choice.why}; re-scoring on the cpu`, choice.detail);
       return new CpuLiveBackend(cpu);
     }
     let context: GpuContext;

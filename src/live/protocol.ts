@@ -42,7 +42,8 @@ export interface SessionOptions {
   params?: Partial<ScoreParams>;
   /** The most children one node may have (default DEFAULT_MAX_GROUP_SIZE, 4096). */
   maxGroupSize?: number;
-  onNotice?: (message: string) => void;
+  /** `createLiveForest`'s: a short line, and its explanation when there is one. */
+  onNotice?: (message: string, detail?: string) => void;
   /** Accept (and ignore) fields nodes and trees do not have, as `--allow-unknown-fields` does for files. Default false. */
   allowUnknownFields?: boolean;
   /** CPU threads for large re-scores (`createLiveForest`'s `threads`); default: available parallelism. */
