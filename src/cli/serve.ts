@@ -14,6 +14,9 @@ const MAX_REQUEST_BYTES_LIMIT = 0x1fffffe8;
 /** The longest `add-columns` payload: what one buffer can hold (4 GiB in Node 20). */
 const MAX_BATCH_BYTES_LIMIT = constants.MAX_LENGTH;
 
+/** The forest flags serve takes: it reads no file, so --max-input-bytes is not one (--max-request-bytes caps its lines). */
+const { 'max-input-bytes': _filesOnly, ...SERVE_FOREST_FLAG_HELP } = FOREST_FLAG_HELP;
+
 export const SERVE_COMMAND = defineCommand({
   name: 'serve',
   operands: '--stdio',
@@ -37,7 +40,7 @@ Protocol: docs/PROTOCOL.md.`,
     'max-request-bytes': { value: 'N', default: `${DEFAULT_MAX_REQUEST_BYTES} (64 MiB)`, meaning: 'longest request line in bytes; a longer line is skipped unread and answered with a request_too_large error' },
     'max-batch-bytes': { value: 'N', default: `${MAX_BATCH_BYTES_LIMIT} (what one buffer can hold)`, meaning: "longest add-columns payload in bytes; a longer one is answered with a request_too_large error carrying the request's id, then skipped unread" },
     threads: { value: 'N', default: 'available parallelism', meaning: 'CPU threads for large re-scores on the cpu backend (a batch of new trees, new α/τ); small ones stay on one; plans are the same for any N' },
-    ...FOREST_FLAG_HELP,
+    ...SERVE_FOREST_FLAG_HELP,
   },
 });
 
