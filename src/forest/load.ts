@@ -90,7 +90,10 @@ export function loadForestFile(path: string, options: LoadOptions = {}): PackedF
   try {
     const stat = fstatSync(fd);
     if (stat.isDirectory()) throw new ForestError({}, `${source} is a folder, not a forest file`);
-    if (!stat.isFile()) return parseForestBytes(readStreamCapped(fd, maxBytes, source, MAX_INPUT_BYTES_NAME), source, textFormatOf(path), options);
+    if (!stat.isFile()) {
+      const bytes = readStreamCapped(fd, maxBytes, source, MAX_INPUT_BYTES_NAME);
+      return parseForestBytes(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), source, textFormatOf(path), options);
+    }
     if (stat.size > maxBytes) throw new ForestError({}, `${source} is ${stat.size} bytes, more than the ${maxBytes} that ${MAX_INPUT_BYTES_NAME} allows; raise it to read it`);
     const named = path === '-' ? undefined : formatOfPath(path);
     const file = fileSource(fd, stat.size, source);

@@ -96,7 +96,7 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  * naming `flag`) as soon as it holds more than `maxBytes`: its size is not known beforehand,
  * and a stream without end must not fill the memory.
  */
-export function readStreamCapped(fd: number, maxBytes: number, name: string, flag: string): Buffer {
+export function readStreamCapped(fd: number, maxBytes: number, name: string, flag: string): Uint8Array {
   const chunks: Buffer[] = [];
   let total = 0;
   for (;;) {
