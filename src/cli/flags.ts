@@ -1,4 +1,4 @@
-import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
+import { DEFAULT_RULE, MAX_WHOLE, type AllocateOptions, type Rule } from '../allocate/options.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { LoadOptions } from '../forest/load.js';
 import type { Backend } from '../backend/select.js';
@@ -81,7 +81,7 @@ export const SCORE_FLAGS = {
 } as const satisfies FlagDefs;
 
 /** The flags of every command that reads a forest file. */
-export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int' } as const satisfies FlagDefs;
+export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', 'max-input-bytes': 'int' } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
   params: ScoreParams;
@@ -120,6 +120,11 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   const notices: string[] = [];
   if (rule !== 'v1' && num('widen') !== undefined) notices.push(`--widen is a --rule v1 setting and has no effect under ${rule} (${rule} widens contested forks through --contest-gain)`);
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
+  const baseDepth = num('base-depth');
+  if (baseDepth !== undefined && num('max-depth') === undefined && 4 * baseDepth > MAX_WHOLE) {
+    // Else the error would be about --max-depth, a flag not given.
+    throw new UsageError(`--base-depth ${baseDepth} makes the default --max-depth (4 × --base-depth = ${4 * baseDepth}) larger than ${MAX_WHOLE}: give --max-depth too, or a --base-depth of at most ${Math.floor(MAX_WHOLE / 4)}`);
+  }
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
   check('threads', (x) => x >= 1, 'an integer >= 1');
@@ -167,5 +172,11 @@ export function maxInflatedBytesFlag(values: FlagValues): number | undefined {
 /** How `score`, `viz` and `convert` read their forest file, from the forest flags. */
 export function loadOptions(values: FlagValues): LoadOptions {
   const maxInflatedBytes = maxInflatedBytesFlag(values);
-  return { allowUnknownFields: values['allow-unknown-fields'] === true, ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}) };
+  const maxInputBytes = values['max-input-bytes'] as number | undefined;
+  if (maxInputBytes !== undefined && maxInputBytes < 1) throw new UsageError(`--max-input-bytes must be an integer >= 1, got ${maxInputBytes}`);
+  return {
+    allowUnknownFields: values['allow-unknown-fields'] === true,
+    ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}),
+    ...(maxInputBytes !== undefined ? { maxInputBytes } : {}),
+  };
 }

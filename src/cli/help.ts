@@ -1,6 +1,6 @@
 import { DEFAULT_BUDGET, DEFAULT_CONTEST_GAIN, DEFAULT_FORK_KEEP, DEFAULT_RULE, DEFAULT_TREE_FLOOR_V2, DEFAULT_TREE_FLOOR_V3, resolveAllocateOptions } from '../allocate/options.js';
 import { DEFAULT_PARAMS } from '../score/types.js';
-import { DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_INFLATED_BYTES } from '../forest/limits.js';
+import { DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_INFLATED_BYTES, DEFAULT_MAX_INPUT_BYTES } from '../forest/limits.js';
 import type { FlagDefs, FOREST_FLAGS, SCORE_FLAGS } from './flags.js';
 
 /** What `--help` says about one flag: its value's placeholder, its default (or that it is required) and a one-line meaning. */
@@ -59,6 +59,7 @@ export const FOREST_FLAG_HELP: { readonly [K in keyof typeof FOREST_FLAGS]: Flag
   'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
   'max-group-size': { value: 'N', default: String(DEFAULT_MAX_GROUP_SIZE), meaning: 'refuse (exit 2, naming the tree, node and size) a node with more than N children: scoring a group costs O(children² · dim)' },
   'max-inflated-bytes': { value: 'N', default: `${DEFAULT_MAX_INFLATED_BYTES} (2 GiB)`, meaning: "refuse (exit 2) a compressed .npz whose arrays inflate to more than N bytes in all: memory use follows the inflated size, not the file's" },
+  'max-input-bytes': { value: 'N', default: `${DEFAULT_MAX_INPUT_BYTES} (2 GiB)`, meaning: 'refuse (exit 2) an input of more than N bytes: a file from its size, before reading it; standard input, a named pipe or a device (/dev/zero) as soon as it has sent more' },
 };
 
 const WIDTH = 100;
