@@ -20,8 +20,8 @@ def counts(v):
 def test_the_hash_is_pinned_so_every_machine_computes_the_same_sketch():
     # Unigrams 151935, 0, 7 (three times) and bigrams (151935, 0), (0, 7), (7, 7) (twice): six
     # coordinates, the repeated n-grams with counts 3 and 2. A change of the hash changes these.
-    assert counts(TokenSketch()([151935, 0, 7, 7, 7])) == {6: -3, 18: -1, 33: 1, 49: 1, 51: 2, 61: -1}
-    assert counts(TokenSketch(seed=5, orders=(1, 2, 3))([1, 2, 3])) == {1: 1, 15: 1, 17: 1, 31: -1, 54: -1, 63: -1}
+    assert counts(TokenSketch(width=64)([151935, 0, 7, 7, 7])) == {6: -3, 18: -1, 33: 1, 49: 1, 51: 2, 61: -1}
+    assert counts(TokenSketch(width=64, seed=5, orders=(1, 2, 3))([1, 2, 3])) == {1: 1, 15: 1, 17: 1, 31: -1, 54: -1, 63: -1}
 
 
 def test_another_process_with_another_hash_seed_gets_the_same_bytes():

@@ -34,7 +34,7 @@ to finish (what is left ÷ the mean tokens of the rollouts finished so far in th
 **Embeddings.** A turn's embedding is what its generator returns (`Turn.embedding`, e.g. the mean
 hidden state; `dim` numbers, or `projection`'s input), or, when the generator returns none
 (`embedding=None`: vLLM, SGLang, an API), a seeded sketch of the turn's token n-grams computed
-here (`trace_alloc.sketch.TokenSketch`, width `dim`, default 64). One run uses one kind: a run
+here (`trace_alloc.sketch.TokenSketch`, width `dim`, default 256). One run uses one kind: a run
 whose turns mix both is refused, since a sibling group would compare a hidden state with a sketch.
 
 **Affinity.** Every `Request` names the tree (`tree_id`) and the node its rollout was placed at
@@ -121,7 +121,7 @@ class TreeRollout:
     `state` in place (a node may be continued many times).
     `dim`: the embedding dimension the service scores (after `projection`, if one is given);
     None (the default) for generators that return no embeddings: each turn is then sketched
-    from its token ids by `sketch` (default `TokenSketch(64)`; module docstring, "Embeddings").
+    from its token ids by `sketch` (default `TokenSketch()`, width 256; module docstring, "Embeddings").
     `max_turn_tokens`: the longest turn; a turn that reaches it without stopping goes to the
     environment as it is. `rollouts_per_round`: rollouts one plan places (default 2 per prompt),
     `min_per_tree`: the least each tree gets per round. `plan_options`: other plan settings
