@@ -3,9 +3,10 @@
 Starts a private Ray cluster on this machine (`trace_alloc.ray.init_local`: no dashboard, a small
 object store), one sidecar actor per shard (`trace_alloc.ray.start_sidecars`), gives each its part
 of the seeded forest of `sharded_plan.py` (uneven parts, one empty; twin trees with equal weights
-on different actors) and plans through `trace_alloc.ray.global_plan_json`. One local service plans
-the whole forest; the actors' plans, tree by tree, must be byte-identical to it under every rule.
-Prints one JSON verdict line; exits 1 on any difference.
+on different actors) and plans through `trace_alloc.ray.global_plan_json` (`--repeats` times per
+rule, timed: `plan_ms_p50`). One local service plans the whole forest; the actors' plans, tree by
+tree, must be byte-identical to it under every rule. Prints one JSON verdict line; exits 1 on any
+difference.
 
     npm run build && pip install ./python ray
     python3 examples/python/ray_plan.py --cmd "node dist/cli/main.js serve --stdio --backend cpu"
@@ -50,6 +51,7 @@ def main():
     parser.add_argument("--min-per-tree", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--repeats", type=int, default=5, help="global plans per rule (timed)")
     args = parser.parse_args()
     t0 = time.perf_counter()
     command = shlex.split(args.cmd)
@@ -70,11 +72,15 @@ def main():
             part = columns(trees[lo:hi])
             if part is not None:
                 ta_ray.call(a, "add_forest", *part[0], timeout=args.timeout, **part[1])
-        sharded = {}
+        sharded, plan_ms = {}, []
         for rule in RULES:
             for a in actors:
                 ta_ray.call(a, "request", "set-params", rule=rule, timeout=args.timeout)
-            sharded[rule] = ta_ray.global_plan_json(actors, args.total, min_per_tree=args.min_per_tree, timeout=args.timeout)
+            for _ in range(args.repeats):  # the same plan again: how long the two phases take, warm
+                t1 = time.perf_counter()
+                sharded[rule] = ta_ray.global_plan_json(actors, args.total, min_per_tree=args.min_per_tree,
+                                                        timeout=args.timeout)
+                plan_ms.append(1000 * (time.perf_counter() - t1))
     finally:
         ray.shutdown()
 
@@ -94,6 +100,7 @@ def main():
     ties = sum(1 for t in range(args.trees // 2) if where(t) != where(t + args.trees // 2))
     verdict = {"identical": not differences, "actors": args.actors, "trees": args.trees, "rules": list(RULES),
                "twin_trees_across_actors": ties, "total": args.total, "ray": ray.__version__,
+               "plan_ms_p50": round(sorted(plan_ms)[len(plan_ms) // 2], 1), "plan_ms_max": round(max(plan_ms), 1),
                "seconds": round(time.perf_counter() - t0, 1), "differences": differences[:5]}
     print(json.dumps(verdict))
     sys.exit(0 if not differences else 1)
