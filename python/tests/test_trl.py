@@ -124,7 +124,7 @@ def test_supported_trl_versions_pass_and_others_are_refused_naming_both(monkeypa
             check_trl_version(bad)
         assert info.value.code == "unsupported_version" and info.value.field == "trl"
         assert "trl %s is installed" % bad in str(info.value) and SUPPORTED_TRL in str(info.value)
-        assert OVERRIDE_ENV in str(info.value) and "trace-alloc[trl]" in str(info.value)
+        assert OVERRIDE_ENV in str(info.value) and "pip install 'trl%s'" % SUPPORTED_TRL in str(info.value)
     monkeypatch.setenv(OVERRIDE_ENV, "1")
     check_trl_version("1.14.0")
 

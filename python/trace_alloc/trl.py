@@ -1,6 +1,6 @@
 """TRACE tree rollouts inside TRL's `GRPOTrainer`: a `rollout_func`, a reward function, and a
-trainer that takes TRACE's tree advantages. Supported: trl >= 1.13, < 1.14 (`pip install
-'trace-alloc[trl]'`), checked when this module is imported (`SUPPORTED_TRL`, `check_trl_version`).
+trainer that takes TRACE's tree advantages. Supported: trl >= 1.13, < 1.14 (the package's `trl`
+extra), checked when this module is imported (`SUPPORTED_TRL`, `check_trl_version`).
 
     from trace_alloc.trl import TraceRolloutFunc, HFTurnGenerator, env_reward
 
@@ -123,8 +123,8 @@ def check_trl_version(version: Optional[str]) -> None:
     release = (int(numbers.group(1)), int(numbers.group(2))) if numbers else None
     if release is None or not _SUPPORTED_RANGE[0] <= release < _SUPPORTED_RANGE[1]:
         raise TraceAllocError("unsupported_version", "trl %s is installed, but trace_alloc.trl supports trl %s "
-                              "(pip install 'trace-alloc[trl]' installs one); set %s=1 to use it anyway, untested"
-                              % (version, SUPPORTED_TRL, OVERRIDE_ENV), field="trl")
+                              "(the package's [trl] extra: pip install 'trl%s'); set %s=1 to use it anyway, untested"
+                              % (version, SUPPORTED_TRL, SUPPORTED_TRL, OVERRIDE_ENV), field="trl")
 
 
 check_trl_version(installed_trl_version())
@@ -328,7 +328,7 @@ def _tree_trainer_class(base: Optional[type] = None) -> type:
         try:
             from trl import GRPOTrainer as base
         except ImportError as err:
-            raise TraceAllocError("missing_dependency", "TreeGRPOTrainer needs trl %s (pip install 'trace-alloc[trl]'): %s"
+            raise TraceAllocError("missing_dependency", "TreeGRPOTrainer needs trl %s (the package's [trl] extra): %s"
                                   % (SUPPORTED_TRL, err), field="trl") from None
     if not callable(getattr(base, PRIVATE_HOOK, None)):
         raise TraceAllocError("unsupported_version", "%s.%s does not exist in trl %s: TreeGRPOTrainer replaces the advantages "
