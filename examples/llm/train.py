@@ -48,6 +48,9 @@ class Config:
     # The update's advantages: "treerl" (per node, the committed run) or "grpo" (per rollout,
     # reward minus its tree's mean, on every turn of its path; what GRPO trainers use).
     advantage: str = "treerl"
+    # The TRACE rows' turn embeddings: "hidden" (the mean hidden state, the committed run) or "sketch"
+    # (the turn's token sketch, trace_alloc.sketch: what a generator without hidden states gives).
+    embedding: str = "hidden"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -137,7 +140,7 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
         return UniformSampler(random.Random(cfg.seed * 13 + 5))
     if name == "entropy":
         return EntropySampler()
-    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned")
+    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding)
 
 
 def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, table: torch.Tensor, first: dict,
@@ -159,7 +162,8 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, tab
             t0 = time.perf_counter()
             batch = [prompts[(step * cfg.prompts_per_step + i) % len(prompts)] for i in range(cfg.prompts_per_step)]
             forest = Forest(batch)
-            grower = Grower(forest, model, uniforms, budget)
+            # Sketched TRACE rows record no hidden state (the same tokens are sampled either way).
+            grower = Grower(forest, model, uniforms, budget, embed=getattr(sampler, "sketch", None) is None)
             sampler.grow(grower, model)
             t1 = time.perf_counter()
             loss, nodes = policy_update(model, opt, forest, len(batch), cfg.advantage)
@@ -188,7 +192,7 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, tab
             result["final_success_check"] = evaluate(model, prompts, cfg.eval_samples, check_table)["success"]
         if isinstance(sampler, TraceSampler):
             # One more sync, outside the timed steps: the service must hold the last forest exactly.
-            a = pack(forest, model.config.n_embd, "s%d-p" % sampler.steps)
+            a = pack(forest, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch)
             client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                                a["terminal"], a["embedding"])
             result.update({

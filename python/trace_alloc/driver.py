@@ -1,7 +1,7 @@
 """The tree-rollout driver: one tree per prompt, grown round by round where the service's plans
 say, every rollout run to the episode's end, outcomes backed up, and the budget spent exactly.
 
-    driver = TreeRollout(ta, generate, step, dim=hidden_size)
+    driver = TreeRollout(ta, generate, step, dim=hidden_size)   # dim omitted: token sketches (below)
     result = driver.run(prompts, Budget(tokens=4096))
     result.trajectories            # leaf trajectories: token ids, log-probs, env mask, outcome
     result.values                  # per tree: mean outcome and visits per node, read back from the service
@@ -31,6 +31,17 @@ with its whole turn (a turn cut short resumes when tokens come free), rather tha
 sliver; and the last rounds shrink to the number of rollouts the remaining budget is expected
 to finish (what is left ÷ the mean tokens of the rollouts finished so far in the run).
 
+**Embeddings.** A turn's embedding is what its generator returns (`Turn.embedding`, e.g. the mean
+hidden state; `dim` numbers, or `projection`'s input), or, when the generator returns none
+(`embedding=None`: vLLM, SGLang, an API), a seeded sketch of the turn's token n-grams computed
+here (`trace_alloc.sketch.TokenSketch`, width `dim`, default 256). One run uses one kind: a run
+whose turns mix both is refused, since a sibling group would compare a hidden state with a sketch.
+
+**Affinity.** Every `Request` names the tree (`tree_id`) and the node its rollout was placed at
+(`start`); `request.affinity` is the stable key `"<tree id>/<start>"`. Rollouts with one key
+share their whole prefix up to the placement, so a router that sends equal keys to one engine
+gets that prefix from the engine's prefix (KV) cache.
+
 The driver needs a `Service` of its own (its trees are the service's only trees: the global
 budget is split over every tree the service holds); it removes its trees when a run ends.
 """
@@ -50,6 +61,7 @@ from ._values import TreeValues
 from .advantages import METHODS, TreeAdvantages, compute_advantages
 from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .learn import LearnState, ascend, objective_gradient, outcome_variance_gains
+from .sketch import DEFAULT_WIDTH, TokenSketch
 from .tree import RolloutTree, Trajectory, TreeNode, trajectory
 
 Generate = Callable[[List[Request]], Sequence[Turn]]
@@ -88,7 +100,7 @@ class _Running:
     generated: int = 0
     tokens: List[int] = field(default_factory=list)
     logprobs: List[float] = field(default_factory=list)
-    embedding_sum: Optional[np.ndarray] = None  # token-weighted sum of the pieces' embeddings
+    embedding_sum: Optional[np.ndarray] = None  # token-weighted sum of the pieces' embeddings (None: sketched)
     entropy_sum: float = 0.0
 
 
@@ -107,25 +119,37 @@ class TreeRollout:
     `step(state, turn_tokens) -> EnvStep`: the environment's answer to a complete turn, from the
     state of the node the turn continues (the prompt's `state` at the root); it must not change
     `state` in place (a node may be continued many times).
-    `dim`: the embedding dimension the service scores (after `projection`, if one is given).
+    `dim`: the embedding dimension the service scores (after `projection`, if one is given);
+    None (the default) for generators that return no embeddings: each turn is then sketched
+    from its token ids by `sketch` (default `TokenSketch()`, width 256; module docstring, "Embeddings").
     `max_turn_tokens`: the longest turn; a turn that reaches it without stopping goes to the
     environment as it is. `rollouts_per_round`: rollouts one plan places (default 2 per prompt),
     `min_per_tree`: the least each tree gets per round. `plan_options`: other plan settings
     (prune_ratio, contest_gain, ...) passed on as they are. `rule`: sent with `set-params`
     only when given (the service's default rule otherwise). `projection`: applied to each
-    batch of turn embeddings before they are sent (e.g. `trace_alloc.projection.RandomProjection`).
+    batch of turn embeddings before they are sent (e.g. `trace_alloc.projection.RandomProjection`);
+    `sketch`: the `TokenSketch` for turns without an embedding (its width must equal `dim`).
     `advantage`: one of `advantages.METHODS`. `learn`: a `LearnState` to ascend α, τ after every
     run from the gains of the rollouts each round placed (rewards must then be in [0, 1]); the new
     α, τ go to the service and stay in `learn_state`.
     """
 
-    def __init__(self, service: Service, generate: Generate, step: Step, *, dim: int, max_turn_tokens: int,
-                 rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
+    def __init__(self, service: Service, generate: Generate, step: Step, *, max_turn_tokens: int,
+                 dim: Optional[int] = None, rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, advantage: str = "treerl",
-                 learn: Optional[LearnState] = None, tree_prefix: str = "rollout") -> None:
-        if not isinstance(dim, int) or dim < 0:
+                 learn: Optional[LearnState] = None, tree_prefix: str = "rollout",
+                 sketch: Optional[TokenSketch] = None) -> None:
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
             raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
+        if sketch is not None and not isinstance(sketch, TokenSketch):
+            raise TraceAllocError("invalid_options", "sketch must be a trace_alloc.sketch.TokenSketch, got %r"
+                                  % (type(sketch).__name__,), field="sketch")
+        if sketch is not None and dim is not None and sketch.width != dim:
+            raise TraceAllocError("invalid_options", "the sketch's width (%d) must equal dim (%d)" % (sketch.width, dim),
+                                  field="sketch")
+        if sketch is None and dim != 0:
+            sketch = TokenSketch(DEFAULT_WIDTH if dim is None else dim)
         if not isinstance(max_turn_tokens, int) or max_turn_tokens < 1:
             raise TraceAllocError("invalid_options", "max_turn_tokens must be an integer >= 1, got %r"
                                   % (max_turn_tokens,), field="max_turn_tokens")
@@ -136,7 +160,12 @@ class TreeRollout:
             raise TraceAllocError("invalid_options", "advantage must be one of %s, got %r" % (", ".join(METHODS), advantage),
                                   field="advantage")
         self.service, self.generate, self.step = service, generate, step
-        self.dim, self.max_turn_tokens = dim, max_turn_tokens
+        #: True when the caller named `dim` (turns may carry embeddings), False for sketches only.
+        self.dim_given = dim is not None
+        self.sketch = sketch
+        self.dim = dim if dim is not None else sketch.width  # type: ignore[union-attr]
+        self.max_turn_tokens = max_turn_tokens
+        self._sketching: Optional[bool] = None  # this run's kind of embedding, set by its first turns
         self.rollouts_per_round, self.min_per_tree = rollouts_per_round, min_per_tree
         self.plan_options = dict(plan_options or {})
         self.projection, self.advantage = projection, advantage
@@ -158,6 +187,7 @@ class TreeRollout:
         prompts = [p if isinstance(p, Prompt) else Prompt(tuple(int(x) for x in p)) for p in prompts]
         self._runs += 1
         self._pending = {}  # a run that failed may have left some behind
+        self._sketching = None
         ids = ["%s%d-%d" % (self.tree_prefix, self._runs, t) for t in range(len(prompts))]
         trees = [RolloutTree(ids[t], tuple(p.tokens), [TreeNode(-1, state=p.state)]) for t, p in enumerate(prompts)]
         root = {"embedding": [0.0] * self.dim}  # a root is in no sibling group: its embedding is never scored
@@ -242,7 +272,8 @@ class TreeRollout:
             if not grants:
                 break
             batch = running[:len(grants)]
-            requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens))
+            requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens),
+                                tree_id=trees[r.tree].id, start=r.start)
                         for r, g in zip(batch, grants)]
             turns = list(self.generate(requests))
             embeddings = self._check(trees, requests, turns)
@@ -253,7 +284,8 @@ class TreeRollout:
                 r.generated += n
                 r.tokens += [int(x) for x in turn.tokens]
                 r.logprobs += [float(x) for x in turn.logprobs]
-                r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
+                if emb is not None:
+                    r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
                 r.entropy_sum += float(turn.entropy) * n
                 stopped = turn.stopped if turn.stopped is not None else n < req.max_tokens
                 if not stopped and len(r.tokens) < self.max_turn_tokens:
@@ -284,8 +316,9 @@ class TreeRollout:
             steps_left -= 1
         return grants
 
-    def _check(self, trees: List[RolloutTree], requests: List[Request], turns: List[Turn]) -> List[np.ndarray]:
-        """Validates what `generate` returned; the turns' embeddings (projected) as float64 rows."""
+    def _check(self, trees: List[RolloutTree], requests: List[Request], turns: List[Turn]) -> List[Optional[np.ndarray]]:
+        """Validates what `generate` returned; the turns' embeddings (projected) as float64 rows,
+        or None for each turn when this run's turns are sketched from their tokens."""
         if len(turns) != len(requests):
             raise TraceAllocError("invalid_value", "generate returned %d turns for %d requests" % (len(turns), len(requests)),
                                   field="turns")
@@ -305,10 +338,22 @@ class TreeRollout:
             return [np.zeros(0) for _ in turns]
         raw = [t.embedding for t in turns]
         for req, e in zip(requests, raw):
-            if e is None:
-                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "embedding": a turn needs an embedding of '
-                                      "%d numbers (dim)" % (trees[req.tree].id, req.node, self.dim),
+            sketched = e is None
+            if self._sketching is None:
+                self._sketching = sketched
+            where = 'tree "%s", node %d, field "embedding": ' % (trees[req.tree].id, req.node)
+            if sketched != self._sketching:
+                raise TraceAllocError("invalid_value", where + "this run's turns %s an embedding and this one %s: one run "
+                                      "uses hidden states or token sketches, not both (siblings would compare one with the "
+                                      "other)" % (("leave out", "has one") if self._sketching else ("carry", "has none")),
                                       tree=trees[req.tree].id, node=req.node, field="embedding")
+            if not sketched and not self.dim_given:
+                raise TraceAllocError("invalid_value", where + "the generator returned an embedding but the driver has no "
+                                      "dim: pass dim (the embedding's length, or the projection's output) to use it, or "
+                                      "return embedding=None for token sketches", tree=trees[req.tree].id, node=req.node,
+                                      field="embedding")
+        if self._sketching:
+            return [None for _ in turns]
         if self.projection is not None:
             rows = self.projection(_stack(raw))
         else:
@@ -342,7 +387,10 @@ class TreeRollout:
                         observation=tuple(int(x) for x in answer.observation), done=done, reward=reward,
                         state=None if done else answer.state)
         r.node = tree.add(node)
-        node_embedding = r.embedding_sum / n  # the token-weighted mean over the turn's pieces
+        if r.embedding_sum is None:  # no embedding from the generator: the whole turn's token sketch
+            node_embedding = self.sketch(r.tokens)  # type: ignore[misc]
+        else:
+            node_embedding = r.embedding_sum / n  # the token-weighted mean over the turn's pieces
         self._pending.setdefault(r.tree, []).append((node.parent, r.entropy_sum / n, done, node_embedding))
         r.tokens, r.logprobs, r.embedding_sum, r.entropy_sum = [], [], None, 0.0
         return done
