@@ -31,6 +31,15 @@ with its whole turn (a turn cut short resumes when tokens come free), rather tha
 sliver; and the last rounds shrink to the number of rollouts the remaining budget is expected
 to finish (what is left ÷ the mean tokens of the rollouts finished so far in the run).
 
+**Continuous placement** (`concurrency=C`): no round barrier. `C` rollouts run at once; after
+every batch in which some ended, their nodes and outcomes go to the service in one `extend` and
+their slots are refilled at once with one `place` request: each new rollout starts where the
+round plan of `C` rollouts, made with the evidence now, wants more rollouts than are running
+(docs/ALGORITHM.md, "Continuous placement"). The generator's batch stays full until the budget
+ends, and the budget is spent exactly as above (no more rollouts run than the remaining budget
+is expected to finish). The round driver (`concurrency=None`, the default) remains; learning α, τ
+needs it (it reads each round's plan scores).
+
 **Embeddings.** A turn's embedding is what its generator returns (`Turn.embedding`, e.g. the mean
 hidden state; `dim` numbers, or `projection`'s input), or, when the generator returns none
 (`embedding=None`: vLLM, SGLang, an API), a seeded sketch of the turn's token n-grams computed
@@ -102,6 +111,7 @@ class _Running:
     logprobs: List[float] = field(default_factory=list)
     embedding_sum: Optional[np.ndarray] = None  # token-weighted sum of the pieces' embeddings (None: sketched)
     entropy_sum: float = 0.0
+    ticket: int = 0  # continuous placement: the service's ticket for this rollout's slot
 
 
 @dataclass
@@ -139,7 +149,7 @@ class TreeRollout:
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, advantage: str = "treerl",
                  learn: Optional[LearnState] = None, tree_prefix: str = "rollout",
-                 sketch: Optional[TokenSketch] = None) -> None:
+                 sketch: Optional[TokenSketch] = None, concurrency: Optional[int] = None) -> None:
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
             raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
         if sketch is not None and not isinstance(sketch, TokenSketch):
@@ -156,6 +166,12 @@ class TreeRollout:
         if rollouts_per_round is not None and (not isinstance(rollouts_per_round, int) or rollouts_per_round < 1):
             raise TraceAllocError("invalid_options", "rollouts_per_round must be an integer >= 1, got %r"
                                   % (rollouts_per_round,), field="rollouts_per_round")
+        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+            raise TraceAllocError("invalid_options", "concurrency must be an integer >= 1, got %r" % (concurrency,),
+                                  field="concurrency")
+        if concurrency is not None and learn is not None:
+            raise TraceAllocError("invalid_options", "learning alpha, tau needs each round's plan scores: use the round "
+                                  "driver (concurrency=None) with learn", field="learn")
         if advantage not in METHODS:
             raise TraceAllocError("invalid_options", "advantage must be one of %s, got %r" % (", ".join(METHODS), advantage),
                                   field="advantage")
@@ -167,6 +183,7 @@ class TreeRollout:
         self.max_turn_tokens = max_turn_tokens
         self._sketching: Optional[bool] = None  # this run's kind of embedding, set by its first turns
         self.rollouts_per_round, self.min_per_tree = rollouts_per_round, min_per_tree
+        self.concurrency = concurrency
         self.plan_options = dict(plan_options or {})
         self.projection, self.advantage = projection, advantage
         self.learn_state = learn
@@ -193,7 +210,7 @@ class TreeRollout:
         root = {"embedding": [0.0] * self.dim}  # a root is in no sibling group: its embedding is never scored
         self.service.add_trees([{"id": tid, "nodes": [root]} for tid in ids])
         try:
-            return self._grow(trees, budget)
+            return self._grow(trees, budget) if self.concurrency is None else self._grow_continuous(trees, budget)
         finally:
             self.service.remove_trees(ids)
 
@@ -268,40 +285,129 @@ class TreeRollout:
         """Runs the rollouts turn by turn, in batches, until each ends or the budget does."""
         ended: List[Tuple[_Running, Trajectory]] = []
         while running:
-            grants = self._grants(running, tokens_left - used["tokens"], steps_left - used["steps"])
-            if not grants:
+            progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
+            if not progressed:
                 break
-            batch = running[:len(grants)]
-            requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens),
-                                tree_id=trees[r.tree].id, start=r.start)
-                        for r, g in zip(batch, grants)]
-            turns = list(self.generate(requests))
-            embeddings = self._check(trees, requests, turns)
-            still: List[_Running] = []
-            for r, req, turn, emb in zip(batch, requests, turns, embeddings):
-                n = len(turn.tokens)
-                used["tokens"] += n
-                r.generated += n
-                r.tokens += [int(x) for x in turn.tokens]
-                r.logprobs += [float(x) for x in turn.logprobs]
-                if emb is not None:
-                    r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
-                r.entropy_sum += float(turn.entropy) * n
-                stopped = turn.stopped if turn.stopped is not None else n < req.max_tokens
-                if not stopped and len(r.tokens) < self.max_turn_tokens:
-                    still.append(r)  # cut by its grant: resumes when tokens come free
-                    continue
-                used["steps"] += 1
-                if self._finish_turn(trees, r):
-                    t = trees[r.tree]
-                    ended.append((r, trajectory(t, r.tree, r.start, r.node, r.generated)))
-                else:
-                    still.append(r)
-            running = still + running[len(grants):]
-        for r in running:  # the budget ran out: cut
-            ended.append((r, trajectory(trees[r.tree], r.tree, r.start, r.node, r.generated,
-                                        (tuple(r.tokens), tuple(r.logprobs)))))
+        ended += self._cut(trees, running)
         return ended
+
+    def _advance(self, trees: List[RolloutTree], running: List[_Running], tokens_left: float, steps_left: float,
+                 used: Dict[str, int], ended: List[Tuple[_Running, Trajectory]]) -> Tuple[bool, List[_Running]]:
+        """One batch: a generate call for the first rollouts the budget grants tokens to. Rollouts
+        whose episode ended go to `ended`; returns (whether anything was generated, the rollouts still
+        running, in order)."""
+        grants = self._grants(running, tokens_left - used["tokens"], steps_left - used["steps"])
+        if not grants:
+            return False, running
+        batch = running[:len(grants)]
+        requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens),
+                            tree_id=trees[r.tree].id, start=r.start)
+                    for r, g in zip(batch, grants)]
+        turns = list(self.generate(requests))
+        embeddings = self._check(trees, requests, turns)
+        still: List[_Running] = []
+        for r, req, turn, emb in zip(batch, requests, turns, embeddings):
+            n = len(turn.tokens)
+            used["tokens"] += n
+            r.generated += n
+            r.tokens += [int(x) for x in turn.tokens]
+            r.logprobs += [float(x) for x in turn.logprobs]
+            if emb is not None:
+                r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
+            r.entropy_sum += float(turn.entropy) * n
+            stopped = turn.stopped if turn.stopped is not None else n < req.max_tokens
+            if not stopped and len(r.tokens) < self.max_turn_tokens:
+                still.append(r)  # cut by its grant: resumes when tokens come free
+                continue
+            used["steps"] += 1
+            if self._finish_turn(trees, r):
+                t = trees[r.tree]
+                ended.append((r, trajectory(t, r.tree, r.start, r.node, r.generated)))
+            else:
+                still.append(r)
+        return True, still + running[len(grants):]
+
+    @staticmethod
+    def _cut(trees: List[RolloutTree], running: List[_Running]) -> List[Tuple[_Running, Trajectory]]:
+        """The rollouts still running when the budget ran out, as unfinished trajectories."""
+        return [(r, trajectory(trees[r.tree], r.tree, r.start, r.node, r.generated, (tuple(r.tokens), tuple(r.logprobs))))
+                for r in running]
+
+    # -- continuous placement ----------------------------------------------------------------------
+
+    def _grow_continuous(self, trees: List[RolloutTree], budget: Budget) -> RolloutResult:
+        """No round barrier: `concurrency` rollouts run at once; after every batch in which some
+        ended, their new nodes and outcomes go to the service (`extend`) and their slots are
+        refilled at once (`place`): each new rollout where the round plan of `concurrency`
+        rollouts, made with the evidence now, wants more rollouts than are running
+        (docs/ALGORITHM.md, "Continuous placement"). Near the end, no more rollouts run than the
+        remaining budget is expected to finish."""
+        tokens_left = math.inf if budget.tokens is None else budget.tokens
+        steps_left = math.inf if budget.steps is None else budget.steps
+        concurrency = int(self.concurrency)  # type: ignore[arg-type]
+        minimum = self.min_per_tree if self.min_per_tree * len(trees) <= concurrency else 0
+        used = {"tokens": 0, "steps": 0}
+        trajectories: List[Trajectory] = []
+        finished_tokens: List[int] = []
+        root_branches = never_started = places = 0
+
+        def refill(count: int, release: List[int]) -> List[_Running]:
+            nonlocal root_branches, places
+            if count == 0 and not release:
+                return []
+            places += 1
+            index = {t.id: i for i, t in enumerate(trees)}
+            out = []
+            for p in self.service.place(count, concurrency, release=release, min_per_tree=minimum, **self.plan_options):
+                t = index[p.tree]
+                if trees[t].nodes[p.node].done:
+                    raise TraceAllocError("service_error", "the service placed a rollout at terminal node %d" % p.node,
+                                          tree=p.tree, node=p.node)
+                out.append(_Running(t, p.node, p.node, ticket=p.ticket))
+                root_branches += p.node == 0
+            return out
+
+        running = refill(self._room(concurrency, 0, tokens_left - used["tokens"], finished_tokens, steps_left), [])
+        while running:
+            ended: List[Tuple[_Running, Trajectory]] = []
+            progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
+            if not progressed:
+                break
+            if not ended:
+                continue
+            self._send(trees, ended)
+            for r, traj in ended:
+                trajectories.append(traj)
+                finished_tokens.append(traj.generated)
+            room = self._room(concurrency, len(running), tokens_left - used["tokens"], finished_tokens,
+                              steps_left - used["steps"])
+            running += refill(room, [r.ticket for r, _ in ended])
+        cut = self._cut(trees, running)
+        self._send(trees, cut)  # the whole turns of cut rollouts stay in the trees as open nodes
+        for r, traj in cut:
+            if traj.generated == 0:
+                never_started += 1
+            else:
+                trajectories.append(traj)
+        values = tuple(self.service.values([t.id for t in trees]))
+        advantages = compute_advantages(self.advantage, trajectories, values)
+        return RolloutResult(trees=tuple(trees), values=values, trajectories=tuple(trajectories), advantages=advantages,
+                             tokens_used=used["tokens"], steps_used=used["steps"], rounds=places, plans=(),
+                             root_branches=root_branches, never_started=never_started)
+
+    @staticmethod
+    def _room(concurrency: int, running: int, tokens_left: float, finished_tokens: List[int], steps_left: float) -> int:
+        """New rollouts to start now: up to `concurrency` running, and no more running than the
+        remaining budget is expected to finish (what is left ÷ the mean tokens of the rollouts
+        finished so far; one step each for an environment-step budget)."""
+        if tokens_left <= 0 or steps_left <= 0:
+            return 0
+        cap = concurrency
+        if finished_tokens and tokens_left < math.inf:
+            cap = min(cap, max(1, math.ceil(tokens_left / (sum(finished_tokens) / len(finished_tokens)))))
+        if steps_left < math.inf:
+            cap = min(cap, max(1, int(steps_left)))
+        return max(0, cap - running)
 
     def _grants(self, running: List[_Running], tokens_left: float, steps_left: float) -> List[int]:
         """Token grants for the first rollouts of `running`, in order, each its whole remaining

@@ -11,6 +11,7 @@ import { checkGathered, splitGathered, StaleSharesError, type ShardShares } from
 import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { OptionError } from '../util/errors.js';
 import { liveShares, type ShareOptions } from './shards.js';
+import { checkConcurrency, LivePlacements, type Placement } from './placement.js';
 
 export interface LiveStats {
   backend: 'cpu' | 'gpu';
@@ -55,6 +56,7 @@ export interface TreeValues {
 export class LiveForest {
   readonly store: LiveStore;
   private readonly planner: LivePlanner;
+  private readonly placements: LivePlacements;
   private params: ScoreParams;
   private dirtyScratch = new Int32Array(0);
   private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
@@ -74,6 +76,7 @@ export class LiveForest {
   constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void; allowUnknownFields?: boolean } = {}) {
     this.store = new LiveStore(dim, { allowUnknownFields: recovery.allowUnknownFields === true });
     this.planner = new LivePlanner(this.store);
+    this.placements = new LivePlacements(this.store);
     this.params = resolveParams(params);
     this.backendNow = backend;
     backend.attach(this.store);
@@ -113,6 +116,7 @@ export class LiveForest {
     const replaced = forest.treeIds.filter((id) => this.store.hasTree(id));
     this.store.checkForest(forest, new Set(replaced));
     this.store.removeTrees(replaced);
+    this.placements.forget(replaced);
     this.addForest(forest);
     return replaced;
   }
@@ -153,6 +157,7 @@ export class LiveForest {
   removeTrees(treeIds: readonly string[]): void {
     this.checkIdle('remove trees');
     this.store.removeTrees(treeIds);
+    this.placements.forget(treeIds);
   }
 
   /** Changes α, τ or the rule: every group's scores change. */
@@ -263,12 +268,33 @@ export class LiveForest {
     this.planner.check(options, this.params.rule); // a rejected plan must not re-score or count anything
     await this.rescore();
     const summary = this.planner.plan(options, this.params.rule);
+    this.placements.replanned(summary.replanned);
     this.planned = true;
     this.sharded = undefined;
     this.counters.plans++;
     this.counters.replannedTrees += summary.replanned.length;
     return summary;
   }
+
+  /**
+   * Continuous placement (docs/ALGORITHM.md, "Continuous placement"): releases the slots of
+   * the rollouts that ended (`release`, their tickets), plans the round of
+   * `options.totalBudget` rollouts (the driver's concurrency) with the evidence now, and
+   * returns `count` new rollouts, each at the node where that plan wants the most rollouts
+   * beyond those running there. Every part is checked before anything changes.
+   */
+  async place(count: number, options: LivePlanOptions, release?: unknown): Promise<{ placements: Placement[]; summary: LivePlanSummary; inFlight: number }> {
+    checkConcurrency(options.totalBudget);
+    if (!Number.isInteger(count) || count < 0 || count > 0x7fffffff) throw new OptionError(`"count" must be an integer in [0, 2147483647], got ${String(count)}`);
+    const tickets = this.placements.checkRelease(release);
+    const summary = await this.plan(options);
+    this.placements.release(tickets);
+    const placements = this.placements.place(count);
+    return { placements, summary, inFlight: this.placements.inFlight };
+  }
+
+  /** Rollouts placed by `place` and not yet released. */
+  get inFlight(): number { return this.placements.inFlight; }
 
   /**
    * Phase 1 of a global budget over sharded forests (docs/PROTOCOL.md, "Many shards"):

@@ -63,6 +63,7 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['finish-rollout', ['tree', 'path', 'leaf', 'reward']],
   ['remove-tree', ['tree', 'trees']],
   ['plan', [...PLAN_FIELDS, 'scores', 'trees', 'changed']],
+  ['place', [...PLAN_FIELDS.filter((k) => k !== 'budget'), 'count', 'release']],
   ['scores', ['trees']],
   ['values', ['trees']],
   ['stats', []],
@@ -209,6 +210,7 @@ export class LiveSession {
         return { removed: ids.length, trees: live.treeCount };
       }
       case 'plan': return this.plan(req);
+      case 'place': return this.place(req);
       case 'global-shares': {
         if (req.treeFloor !== undefined && typeof req.treeFloor !== 'number') throw new RequestError('invalid_options', `"treeFloor" must be a number, got ${describeValue(req.treeFloor)}`);
         const options = req.treeFloor === undefined ? {} : { treeFloor: req.treeFloor as number };
@@ -364,6 +366,29 @@ export class LiveSession {
     if (req.changed === true) trees = trees === undefined ? [...summary.replanned] : trees.filter((id) => summary.replanned.includes(id));
     const plan = live.planJson({ includeScores: req.scores === true, ...(trees !== undefined ? { trees } : {}) });
     return { ...plan, replanned: summary.replanned };
+  }
+
+  /** Continuous placement: release ended rollouts, plan the round of `totalBudget`, place `count`. */
+  private async place(req: Record<string, unknown>): Promise<unknown> {
+    const options: LivePlanOptions = {};
+    for (const k of PLAN_FIELDS) {
+      const v = req[k];
+      if (v === undefined || k === 'budget') continue;
+      if (typeof v !== 'number') throw new RequestError('invalid_options', `"${k}" must be a number, got ${describeValue(v)}`);
+      (options as Record<string, unknown>)[k] = v;
+    }
+    if (options.totalBudget === undefined) throw new RequestError('invalid_options', '"totalBudget" is required: the number of rollouts the driver keeps running (the round a plan is made for)');
+    checkDefaultMaxDepth(options);
+    const count = req.count ?? 1;
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) throw new RequestError('invalid_options', `"count" must be an integer >= 0, got ${describeValue(count)}`);
+    const live = this.forest;
+    if (live === undefined) {
+      resolveAllocateOptions({ ...options, budget: undefined });
+      if (req.release !== undefined && (!Array.isArray(req.release) || req.release.length > 0)) throw new RequestError('invalid_options', `release: no rollout is running (the live forest is empty), got ${describeValue(req.release)}`);
+      return { placements: [], inFlight: 0, replanned: [] };
+    }
+    const { placements, summary, inFlight } = await live.place(count, options, req.release);
+    return { placements, inFlight, replanned: summary.replanned };
   }
 
   /** Phase 2 of a sharded global budget; every field is checked before anything runs. */
