@@ -47,7 +47,7 @@ from ._columns import to_numpy
 from ._errors import TraceAllocError
 from ._plan import Plan
 from ._values import TreeValues
-from .advantages import METHODS, TreeAdvantages, compute_advantages
+from .advantages import DEFAULT_METHOD, METHODS, TreeAdvantages, compute_advantages
 from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .learn import LearnState, ascend, objective_gradient, outcome_variance_gains
 from .tree import RolloutTree, Trajectory, TreeNode, trajectory
@@ -122,7 +122,7 @@ class TreeRollout:
     def __init__(self, service: Service, generate: Generate, step: Step, *, dim: int, max_turn_tokens: int,
                  rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
-                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = "treerl",
+                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = DEFAULT_METHOD,
                  learn: Optional[LearnState] = None, tree_prefix: str = "rollout") -> None:
         if not isinstance(dim, int) or dim < 0:
             raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
