@@ -169,7 +169,7 @@ def _standardized(rewards: List[float]) -> List[float]:
     return [0.0 if sigma == 0 else (r - mu) / sigma for r in rewards]
 
 
-def _standardized_sample(rewards: List[float]) -> List[float]:
+def sample_standardized(rewards: List[float]) -> List[float]:
     """Tree-GRPO's (its GRPO estimator's) normalisation: sample std plus 1e-6; 0 for a group of one."""
     if len(rewards) < 2:
         return [0.0] * len(rewards)
@@ -204,7 +204,7 @@ def compute_advantages(method: str, trajectories: Sequence[Trajectory], values: 
         last = np.array([node[t.tree][t.leaf] for t in trajectories], dtype=np.float64)
         return TreeAdvantages(method, node, last)
     if method == "tree-grpo-leaf":
-        return TreeAdvantages(method, None, tree_grpo_advantages(trajectories, True, True, _standardized_sample))
+        return TreeAdvantages(method, None, tree_grpo_advantages(trajectories, True, True, sample_standardized))
     if method in ("tree-grpo", "tree-grpo-intra", "tree-grpo-inter"):
         intra = method in ("tree-grpo", "tree-grpo-intra")
         inter = method in ("tree-grpo", "tree-grpo-inter")
