@@ -45,10 +45,11 @@ class Config:
     eval_every: int = 10
     eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
-    # The update's credit, one of ADVANTAGES: "treerl" (per node, counted once: the committed
-    # run's), "grpo" (per rollout, reward minus its tree's mean), or the published per-leaf credits
-    # "treerl-leaf" (TreeRL's) and "tree-grpo-leaf" (Tree-GRPO's).
-    advantage: str = "treerl"
+    # The update's credit, one of ADVANTAGES: the published per-leaf credits "treerl-leaf"
+    # (TreeRL's, the default) and "tree-grpo-leaf" (Tree-GRPO's), "grpo" (per rollout, reward
+    # minus its tree's mean), or "treerl" (per node, counted once: the committed runs' credit;
+    # `--set advantage=treerl` reproduces them). results/credit/ has the measurements.
+    advantage: str = "treerl-leaf"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -101,7 +102,7 @@ def node_weights(forest: Forest, advantage: str) -> dict[int, float]:
     return ADVANTAGES[advantage](forest)
 
 
-def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl") -> tuple[float, int]:
+def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf") -> tuple[float, int]:
     """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used)."""
     adv = node_weights(forest, advantage)
     if not adv:
