@@ -45,9 +45,11 @@ class Config:
     eval_every: int = 10
     eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
-    # The update's advantages: "treerl" (per node, the committed run) or "grpo" (per rollout,
-    # reward minus its tree's mean, on every turn of its path; what GRPO trainers use).
-    advantage: str = "treerl"
+    # The update's credit, one of ADVANTAGES: the published per-leaf credits "treerl-leaf"
+    # (TreeRL's, the default) and "tree-grpo-leaf" (Tree-GRPO's), "grpo" (per rollout, reward
+    # minus its tree's mean), or "treerl" (per node, counted once: the committed runs' credit;
+    # `--set advantage=treerl` reproduces them). results/credit/ has the measurements.
+    advantage: str = "treerl-leaf"
     # The TRACE rows' turn embeddings: "hidden" (the mean hidden state, the committed run) or "sketch"
     # (the turn's token sketch, trace_alloc.sketch: what a generator without hidden states gives).
     embedding: str = "hidden"
@@ -91,11 +93,21 @@ def evaluate(model, prompts: list[Prompt], samples: int, table: torch.Tensor) ->
     return {"success": sum(wins) / len(wins), "by_difficulty": by}
 
 
-def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl") -> tuple[float, int]:
+# Per credit, the node weights A(n) of the update (forest.py says what each is).
+ADVANTAGES = {"treerl": Forest.advantages, "grpo": Forest.grpo_advantages,
+              "treerl-leaf": Forest.treerl_leaf_advantages, "tree-grpo-leaf": Forest.tree_grpo_leaf_advantages}
+
+
+def node_weights(forest: Forest, advantage: str) -> dict[int, float]:
+    """The weight of every node's turn in the update under the credit named `advantage`."""
+    if advantage not in ADVANTAGES:
+        raise ValueError("advantage must be one of %s, got %r" % (", ".join(ADVANTAGES), advantage))
+    return ADVANTAGES[advantage](forest)
+
+
+def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf") -> tuple[float, int]:
     """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used)."""
-    if advantage not in ("treerl", "grpo"):
-        raise ValueError("advantage must be 'treerl' or 'grpo', got %r" % advantage)
-    adv = forest.advantages() if advantage == "treerl" else forest.grpo_advantages()
+    adv = node_weights(forest, advantage)
     if not adv:
         return 0.0, 0
     seqs, weights = forest.carriers(adv)

@@ -67,7 +67,7 @@ from ._columns import to_numpy
 from ._errors import TraceAllocError
 from ._plan import Plan
 from ._values import TreeValues
-from .advantages import METHODS, TreeAdvantages, compute_advantages
+from .advantages import DEFAULT_METHOD, METHODS, TreeAdvantages, compute_advantages
 from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .learn import LearnState, ascend, objective_gradient, outcome_variance_gains
 from .sketch import DEFAULT_WIDTH, TokenSketch
@@ -147,7 +147,7 @@ class TreeRollout:
     def __init__(self, service: Service, generate: Generate, step: Step, *, max_turn_tokens: int,
                  dim: Optional[int] = None, rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
-                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = "treerl",
+                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = DEFAULT_METHOD,
                  learn: Optional[LearnState] = None, tree_prefix: str = "rollout",
                  sketch: Optional[TokenSketch] = None, concurrency: Optional[int] = None) -> None:
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
