@@ -1,4 +1,5 @@
-import { DEFAULT_RULE, MAX_WHOLE, type AllocateOptions, type Rule } from '../allocate/options.js';
+import { DEFAULT_RULE, MAX_WHOLE, RULES, type AllocateOptions, type Rule } from '../allocate/options.js';
+import { ruleNamed, rulesReading } from '../allocate/rules/index.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { LoadOptions } from '../forest/load.js';
 import type { Backend } from '../backend/select.js';
@@ -68,7 +69,7 @@ export const SCORE_FLAGS = {
   tau: 'number',
   'prune-ratio': 'number',
   widen: 'number',
-  rule: ['v1', 'v2', 'v3'],
+  rule: RULES,
   'contest-gain': 'number',
   'fork-keep': 'number',
   'tree-floor': 'number',
@@ -115,10 +116,20 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('tree-floor', (x) => x > 0 && x <= 1e6, 'in (0, 1e6]');
   check('fork-keep', (x) => x >= 0 && x <= 1, 'in [0, 1]');
   const rule = (values.rule as Rule | undefined) ?? DEFAULT_RULE;
-  if (rule === 'v1' && (num('contest-gain') !== undefined || num('tree-floor') !== undefined)) throw new UsageError('--contest-gain and --tree-floor belong to --rule v2 and v3');
-  if (rule !== 'v3' && num('fork-keep') !== undefined) throw new UsageError(`--fork-keep belongs to --rule v3 (the rule is ${rule})`);
+  // A rule-specific flag the rule does not read is refused, except --widen (accepted with a notice, as before rules refused flags).
+  const spec = ruleNamed(rule);
+  for (const [flag, setting] of [['contest-gain', 'contestGain'], ['fork-keep', 'forkKeep']] as const) {
+    if (num(flag) !== undefined && spec.defaults[setting] === undefined) throw new UsageError(`--${flag} belongs to --rule ${rulesReading(setting).join(' and ')} (the rule is ${rule})`);
+  }
+  if (num('tree-floor') !== undefined && spec.treeFloor.fixed) {
+    const settable = RULES.filter((r) => !ruleNamed(r).treeFloor.fixed);
+    throw new UsageError(`--tree-floor belongs to --rule ${settable.join(' and ')} (the rule is ${rule}, whose q0 is fixed at ${spec.treeFloor.default})`);
+  }
   const notices: string[] = [];
-  if (rule !== 'v1' && num('widen') !== undefined) notices.push(`--widen is a --rule v1 setting and has no effect under ${rule} (${rule} widens contested forks through --contest-gain)`);
+  if (num('widen') !== undefined && spec.defaults.widen === undefined) {
+    const through = spec.defaults.contestGain !== undefined ? ` (${rule} widens contested forks through --contest-gain)` : '';
+    notices.push(`--widen is a --rule ${rulesReading('widen').join(' and ')} setting and has no effect under ${rule}${through}`);
+  }
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   const baseDepth = num('base-depth');
   if (baseDepth !== undefined && num('max-depth') === undefined && 4 * baseDepth > MAX_WHOLE) {

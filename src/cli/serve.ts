@@ -2,7 +2,7 @@ import { constants } from 'node:buffer';
 import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
-import { DEFAULT_RULE, type Rule } from '../allocate/options.js';
+import { DEFAULT_RULE, RULES, type Rule } from '../allocate/options.js';
 import { FrameReader } from './lines.js';
 import { maxGroupSizeFlag, maxInflatedBytesFlag, parseFlags, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, VERBOSE_MEANING } from './help.js';
@@ -29,7 +29,7 @@ an exit; the forest survives malformed lines. Ends with exit 0 at end of input, 
 client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight; requests
 not yet started get no answer); a second signal ends it without answering (exit 143 / 130).
 Protocol: docs/PROTOCOL.md.`,
-  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2', 'v3'],
+  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: RULES,
     'max-request-bytes': 'int', 'max-batch-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', threads: 'int', verbose: 'boolean' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
