@@ -24,12 +24,12 @@ struct Params {
   dim: u32,
   gridX: u32,   // workgroups along x: dispatches over 65 535 workgroups fold into 2-D grids
   stride: u32,  // scalars per embedding row (dim, rounded up to even for f16 so rows are 4-byte aligned)
-  rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2 (split by uncertainty)
+  rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2, v3 (split by uncertainty); 2: v4 (split, and the uncertainty gate)
   workBase: u32, // this dispatch's first entry in `work`: every dispatch of a chunk shares one work buffer (and bind group)
 }
 
 struct Feat {
-  reward: vec4<f32>,       // hi, mid, lo, visited (1 when visits > 0)
+  reward: vec4<f32>,       // hi, mid, lo, reward class (0 unvisited; equal classes: equal float64 rewards)
   uncertainty: vec4<f32>,  // hi, mid, lo, share = (uncertainty + ε)·2^-e, e per group
 }
 
@@ -105,11 +105,16 @@ fn tripleDiff(x: vec3<f32>, y: vec3<f32>) -> f32 {
   return abs((h.x + m.x) + ((h.y + m.y) + (x.z - y.z)));
 }
 
-// Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited.
+// Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited. v4's gate: Δu
+// counts only when outcome evidence allows it (one sibling unvisited, or their rewards differ).
 fn feedbackOf(a: Feat, b: Feat) -> f32 {
   var dr = 0.0;
-  if (a.reward.w > 0.0 && b.reward.w > 0.0) {
+  let visited = a.reward.w > 0.0 && b.reward.w > 0.0;
+  if (visited) {
     dr = tripleDiff(a.reward.xyz, b.reward.xyz);
+    if (P.rule == 2u && a.reward.w == b.reward.w) {
+      return dr;
+    }
   }
   return dr + tripleDiff(a.uncertainty.xyz, b.uncertainty.xyz);
 }

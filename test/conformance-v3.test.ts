@@ -265,15 +265,34 @@ describe('edge cases the random comparison found: known disagreements and fixed 
     expect(problems).toEqual([]);
   });
 
-  it('a terminal root and κ = 5·10⁻³²⁴: Σπ > 0 in exact arithmetic, so x follows the weights (2, 5); the library falls back to an equal spread (4, 3)', () => {
+  it('a terminal root and κ = 5·10⁻³²⁴: Σπ > 0 in exact arithmetic, so x follows the weights (2, 5), as in the scaled form over the parts claimed', () => {
     const forest: SpecForest = { dim: 0, trees: [{ nodes: [
       { parent: -1, terminal: true }, { parent: 0 }, { parent: 0, uncertainty: 0.1 },
     ] }] };
     const { lib, ref, problems } = both(forest, params({ contestGain: 5e-324, budget: perTree(7) }));
     expect(ref.trees[0].fallback).toBe(false);
     expect(branches(ref.plan.trees[0])).toEqual([[1, 2], [2, 5]]);
-    expect(branches(lib.trees[0])).toEqual([[1, 4], [2, 3]]); // KNOWN: κ·ψ·I underflows in the suggested scaled form
-    expect(problems.length).toBeGreaterThan(0);
+    expect(branches(lib.trees[0])).toEqual([[1, 2], [2, 5]]); // was an equal spread (4, 3): κ·ψ·I underflowed before M was taken
+    expect(problems).toEqual([]);
+  });
+
+  it('κ = 0 on a chain of 360 eight-wide forks at τ = 0.01 (ψ·I past e^745): every part claimed is the fresh share of the root, so all 16 start there', () => {
+    const nodes: SpecNode[] = [{ parent: -1, reward: 0.5, visits: 8, embedding: [1, 1] }];
+    let head = 0;
+    for (let level = 0; level < 360; level++) {
+      const first = nodes.length;
+      for (let i = 0; i < 8; i++) {
+        nodes.push(i === 0
+          ? { parent: head, reward: 1, visits: 1, uncertainty: 0.3, embedding: [1, 0] }
+          : { parent: head, reward: 0, visits: 1, terminal: true, embedding: [1, 1e-3 * i] });
+      }
+      head = first;
+    }
+    const forest: SpecForest = { dim: 2, trees: [{ nodes }] };
+    const { lib, ref, problems } = both(forest, params({ tau: 0.01, contestGain: 0 }));
+    expect(branches(ref.plan.trees[0])).toEqual([[0, 16]]);
+    expect(branches(lib.trees[0])).toEqual([[0, 16]]); // was one unit each at nodes 0, 1, 9, …: M was taken over forks that emit nothing
+    expect(problems).toEqual([]);
   });
 
   it('ψ past 10³⁰⁸ with γ = 10⁻³: ψ in the depth rule is its float64 value, +∞, so depth = maxDepth (not the ≈ 8 of exact arithmetic)', () => {

@@ -43,7 +43,7 @@ function independentScores(forest: PackedForest, params: { alpha: number; tau: n
 }
 
 type Rule = NonNullable<ScoreParams['rule']>;
-const RULES: Rule[] = ['v1', 'v2', 'v3'];
+const RULES: Rule[] = ['v1', 'v2', 'v3', 'v4'];
 
 /** Knobs of a random forest; the forest itself is built from `seed` so cases stay small to print. */
 interface Case {

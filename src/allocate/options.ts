@@ -1,12 +1,12 @@
 import { OptionError } from '../util/errors.js';
 import type { RuleSetting, RuleSettings } from './rules/rule.js';
-import { DEFAULT_RULE, isRule, ruleList, ruleNamed, rulesReading, RULES, type Rule } from './rules/index.js';
+import { andList, DEFAULT_RULE, isRule, ruleList, ruleNamed, rulesReading, RULES, type Rule } from './rules/index.js';
 
 export { DEFAULT_RULE, RULES, type Rule };
 
 /** Allocation settings (docs/ALGORITHM.md, "Allocation"). Every field is optional. */
 export interface AllocateOptions {
-  /** 'v3' (default), 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
+  /** 'v4' (default), 'v3', 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
   rule?: Rule;
   /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
   budget?: number | ArrayLike<number>;
@@ -85,7 +85,7 @@ export function resolveAllocateOptions(options: AllocateOptions = {}, scoredRule
   const forkKeep = options.forkKeep ?? settingDefault(rule, 'forkKeep');
   check(Number.isFinite(forkKeep) && forkKeep >= 0 && forkKeep <= 1, 'forkKeep must be a number in [0, 1]', forkKeep);
   for (const setting of REFUSED_WHERE_UNREAD) {
-    if (options[setting] !== undefined && spec.defaults[setting] === undefined) throw new OptionError(`${setting} is a rule ${rulesReading(setting).join(' and ')} setting; rule ${rule} has none`);
+    if (options[setting] !== undefined && spec.defaults[setting] === undefined) throw new OptionError(`${setting} is a rule ${andList(rulesReading(setting))} setting; rule ${rule} has none`);
   }
   const pruneRatio = options.pruneRatio ?? 0.5;
   const widen = options.widen ?? settingDefault(rule, 'widen');

@@ -1,5 +1,5 @@
 import { DEFAULT_RULE, MAX_WHOLE, RULES, type AllocateOptions, type Rule } from '../allocate/options.js';
-import { ruleNamed, rulesReading } from '../allocate/rules/index.js';
+import { andList, ruleNamed, rulesReading } from '../allocate/rules/index.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { LoadOptions } from '../forest/load.js';
 import type { Backend } from '../backend/select.js';
@@ -119,16 +119,16 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   // A rule-specific flag the rule does not read is refused, except --widen (accepted with a notice, as before rules refused flags).
   const spec = ruleNamed(rule);
   for (const [flag, setting] of [['contest-gain', 'contestGain'], ['fork-keep', 'forkKeep']] as const) {
-    if (num(flag) !== undefined && spec.defaults[setting] === undefined) throw new UsageError(`--${flag} belongs to --rule ${rulesReading(setting).join(' and ')} (the rule is ${rule})`);
+    if (num(flag) !== undefined && spec.defaults[setting] === undefined) throw new UsageError(`--${flag} belongs to --rule ${andList(rulesReading(setting))} (the rule is ${rule})`);
   }
   if (num('tree-floor') !== undefined && spec.treeFloor.fixed) {
     const settable = RULES.filter((r) => !ruleNamed(r).treeFloor.fixed);
-    throw new UsageError(`--tree-floor belongs to --rule ${settable.join(' and ')} (the rule is ${rule}, whose q0 is fixed at ${spec.treeFloor.default})`);
+    throw new UsageError(`--tree-floor belongs to --rule ${andList(settable)} (the rule is ${rule}, whose q0 is fixed at ${spec.treeFloor.default})`);
   }
   const notices: string[] = [];
   if (num('widen') !== undefined && spec.defaults.widen === undefined) {
     const through = spec.defaults.contestGain !== undefined ? ` (${rule} widens contested forks through --contest-gain)` : '';
-    notices.push(`--widen is a --rule ${rulesReading('widen').join(' and ')} setting and has no effect under ${rule}${through}`);
+    notices.push(`--widen is a --rule ${andList(rulesReading('widen'))} setting and has no effect under ${rule}${through}`);
   }
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
   const baseDepth = num('base-depth');

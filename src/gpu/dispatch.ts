@@ -1,4 +1,4 @@
-import { splitsContrast, type ScoreParams } from '../score/types.js';
+import { gatesUncertainty, splitsContrast, type ScoreParams } from '../score/types.js';
 import type { GpuContext } from './context.js';
 import { embStride, OUT_BYTES, WORK_BYTES, type WorkLists } from './layout.js';
 
@@ -297,6 +297,12 @@ function writeParams(at: number, params: ScoreParams, count: number, dim: number
   u[i + 3] = dim;
   u[i + 4] = Math.max(1, gridX);
   u[i + 5] = stride;
-  u[i + 6] = splitsContrast(params) ? 1 : 0;
+  u[i + 6] = kernelRuleOf(params);
   u[i + 7] = workBase;
+}
+
+/** common.wgsl's `P.rule`: 0 v1 (a pair's response counts fully for both), 1 split by uncertainty (v2, v3), 2 split and v4's uncertainty gate. */
+function kernelRuleOf(params: ScoreParams): number {
+  if (gatesUncertainty(params)) return 2;
+  return splitsContrast(params) ? 1 : 0;
 }

@@ -175,7 +175,34 @@ export function packGroupFeatures(
     const row = rows[s];
     writeFeature(out, o, visits[row] > 0 ? reward[row] : rRef, uncertainty[row], visits[row], rRef, uRef, shareScale);
   }
+  writeRewardClasses(rows, s0, s1, reward, visits, out, at);
 }
+
+/** Reward → class of the group being packed (reused: nothing allocated per group). */
+const rewardClass = new Map<number, number>();
+
+/**
+ * The visited field of each record becomes the child's *reward class*: 0 when unvisited, else
+ * 1 + the group position of the first visited sibling with the same float64 reward. Every
+ * rule's kernel reads `> 0` as "visited"; v4's uncertainty gate reads "equal classes" as "equal
+ * rewards" — exact, where comparing the f32 triples is not for rewards below 2^-78.
+ */
+function writeRewardClasses(rows: ArrayLike<number>, s0: number, s1: number, reward: ArrayLike<number>, visits: ArrayLike<number>, out: Float32Array, at: number): void {
+  if (s1 - s0 < 2) return;
+  if (s1 - s0 > MAX_REWARD_CLASS) throw new RangeError(`a sibling group of ${s1 - s0} children is beyond the gpu feature layout's ${MAX_REWARD_CLASS}`);
+  rewardClass.clear();
+  for (let s = s0, o = at; s < s1; s++, o += FEAT_FLOATS) {
+    const row = rows[s];
+    if (!(visits[row] > 0)) continue;
+    const r = reward[row];
+    let c = rewardClass.get(r);
+    if (c === undefined) { c = 1 + (s - s0); rewardClass.set(r, c); }
+    out[o + 3] = c;
+  }
+}
+
+/** Classes are f32 integers: exact up to 2^24. */
+const MAX_REWARD_CLASS = 1 << 24;
 
 /**
  * The power of two that brings the group's largest `u + ε` into [1, 2) (v2's contrast shares

@@ -1,3 +1,4 @@
+import { isRule, ruleList } from '../allocate/rules/index.js';
 import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
@@ -251,7 +252,7 @@ export class LiveSession {
           next[k] = req[k] as number;
         }
         if (req.rule !== undefined) {
-          if (req.rule !== 'v1' && req.rule !== 'v2' && req.rule !== 'v3') throw new RequestError('invalid_options', `"rule" must be "v1", "v2" or "v3", got ${describeValue(req.rule)}`);
+          if (!isRule(req.rule)) throw new RequestError('invalid_options', `"rule" must be ${ruleList('"')}, got ${describeValue(req.rule)}`);
           next.rule = req.rule;
         }
         next = resolveParams(next);

@@ -3,7 +3,7 @@ import { ScorerDestroyedError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
 import type { RangeTask } from './task.js';
 import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
-import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
+import { CONTRAST_EPSILON, gatesUncertainty, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
 export class CpuScratch {
@@ -111,7 +111,7 @@ export function scoreGroupsCpu(
 ): void {
   const { dim, embedding, reward, visits, uncertainty, groupOffset, groupChild } = forest;
   const { alpha, tau } = params;
-  const split = splitsContrast(params);
+  const split = splitsContrast(params), gate = gatesUncertainty(params);
   const contrastOut = out.contrast, weightOut = out.weight, gaOut = out.gradAlpha, gbOut = out.gradTau;
   const pairValues = pairs === undefined ? NO_VALUES : pairs.values;
   for (let g = groupStart; g < groupEnd; g++) {
@@ -155,14 +155,16 @@ export function scoreGroupsCpu(
         if (fill) pairValues[at++] = dist;
         const visited = visits[ri] > 0 && visits[rj] > 0;
         const dr = visited ? Math.abs(reward[ri] - reward[rj]) : 0;
-        const delta = dr + Math.abs(uncertainty[ri] - uncertainty[rj]);
+        // v4: two visited siblings with equal rewards agree; their uncertainty gap is not contest.
+        const counted = !(gate && visited && reward[ri] === reward[rj]);
+        const delta = dr + (counted ? Math.abs(uncertainty[ri] - uncertainty[rj]) : 0);
         const den = delta + alpha * dist + CONTRAST_EPSILON;
         let c = delta / den;
         let dc = (-alpha * delta * dist) / (den * den);
         if (!Number.isFinite(dc)) {
           // Δ or α·Δ·d overflowed (rewards near ±1.8e308, α near 1e300): the same c and ∂c/∂log α
           // from quarter-scale differences, which cannot overflow. Exact scaling by 4 keeps c as is.
-          const q = (visited ? Math.abs(reward[ri] / 4 - reward[rj] / 4) : 0) + Math.abs(uncertainty[ri] / 4 - uncertainty[rj] / 4);
+          const q = (visited ? Math.abs(reward[ri] / 4 - reward[rj] / 4) : 0) + (counted ? Math.abs(uncertainty[ri] / 4 - uncertainty[rj] / 4) : 0);
           const denQ = q + (alpha * dist + CONTRAST_EPSILON) / 4;
           c = q / denQ;
           dc = (-(alpha * dist) * c) / denQ / 4;

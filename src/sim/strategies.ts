@@ -1,5 +1,5 @@
 import { allocate } from '../allocate/allocate.js';
-import type { AllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, type AllocateOptions } from '../allocate/options.js';
 import { scoreCpu } from '../score/cpu.js';
 import type { ScoreParams } from '../score/types.js';
 import type { SimForest } from './rollouts.js';
@@ -64,7 +64,7 @@ function pickDistinct(items: number[], count: number, forest: SimForest): number
  * the step budget is spent.
  */
 export function traceStrategy(params: ScoreParams, options: AllocateOptions = {}, rolloutsPerTree = 4): Strategy {
-  const rule = params.rule ?? 'v3';
+  const rule = params.rule ?? DEFAULT_RULE;
   return {
     name: `TRACE ${rule}`,
     grow(forest) {

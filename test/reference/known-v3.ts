@@ -7,17 +7,7 @@
  */
 import type { SpecForest, SpecTree } from './spec.js';
 import { distance, siblingGroups, unitVector } from './v3-scores.js';
-import type { TreeAllocationV3, V3Params, V3Result } from './v3.js';
-
-/**
- * Claims that are all near the subnormal range in a scaled form with M floored at 0
- * (M = max(0, max ln ψ_p), which is what the library's answers look like): a terminal root (no
- * claim of 1) with κ·ψ·I below about 10⁻²⁹⁰ (a subnormal κ, or a reward gap of 5·10⁻³²⁴). The CLI computes them there and loses their precision
- * or their value; the document asks for x within 1e−9 of exact arithmetic.
- */
-export function subnormalClaims(a: TreeAllocationV3): boolean {
-  return a.claim.some((c) => c > 0) && a.literalLargestPart < 1e-290;
-}
+import type { V3Params, V3Result } from './v3.js';
 
 /**
  * α beyond about 10¹⁵ with two siblings pointing the same way or almost (d < 10⁻¹², e.g. the
@@ -35,15 +25,13 @@ export function extremeAlphaNearDuplicates(tree: SpecTree, p: V3Params): boolean
 }
 
 /** Which known disagreement a tree hits; `scores` ones make the whole tree incomparable. */
-export type KnownDisagreement = 'extremeAlphaNearDuplicates' | 'subnormalClaims';
+export type KnownDisagreement = 'extremeAlphaNearDuplicates';
 
 /** The trees of a forest whose allocation (or, for a score disagreement, everything) the comparison must skip. */
-export function knownDisagreements(forest: SpecForest, params: V3Params, ref: V3Result): Map<number, KnownDisagreement> {
+export function knownDisagreements(forest: SpecForest, params: V3Params, _ref: V3Result): Map<number, KnownDisagreement> {
   const out = new Map<number, KnownDisagreement>();
   forest.trees.forEach((tree, t) => {
-    const a = ref.trees[t];
     if (extremeAlphaNearDuplicates(tree, params)) out.set(t, 'extremeAlphaNearDuplicates');
-    else if (subnormalClaims(a)) out.set(t, 'subnormalClaims');
   });
   return out;
 }

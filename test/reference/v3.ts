@@ -193,7 +193,7 @@ export interface ClaimsV3 {
   /**
    * The scaled form with M floored at 0 (M = max(0, max ln ψ_p over contested forks)) would let
    * a part of some claim underflow to 0 that is not below 2⁻¹⁰⁷⁴ of the largest claim: the
-   * library computes there (reference/known-v3.ts, subnormalClaims).
+   * library computed there before it took M over the parts claimed (no longer a known disagreement).
    */
   literalScaledFormDiffers: boolean;
   /** The largest part of any claim in that form (0 when none). */

@@ -2,14 +2,15 @@ import type { AllocationRule, RuleSetting } from './rule.js';
 import { v1 } from './v1.js';
 import { v2 } from './v2.js';
 import { v3 } from './v3.js';
+import { v4 } from './v4.js';
 
 /** Every allocation rule by its name (`--rule`, the plan's `params.rule`). A new rule is one file here and one line below. */
-const REGISTRY = { v1, v2, v3 } as const satisfies Record<string, AllocationRule>;
+const REGISTRY = { v1, v2, v3, v4 } as const satisfies Record<string, AllocationRule>;
 
-/** The allocation rule: 'v3' (the default), 'v2' or 'v1' (kept exactly for reproducibility). See docs/ALGORITHM.md. */
+/** The allocation rule: 'v4' (the default), 'v3', 'v2' or 'v1' (kept exactly for reproducibility). See docs/ALGORITHM.md. */
 export type Rule = keyof typeof REGISTRY;
 export const RULES: readonly Rule[] = Object.keys(REGISTRY) as Rule[];
-export const DEFAULT_RULE: Rule = 'v3';
+export const DEFAULT_RULE: Rule = 'v4';
 
 export function isRule(name: unknown): name is Rule {
   return typeof name === 'string' && Object.hasOwn(REGISTRY, name);
@@ -29,4 +30,9 @@ export function rulesReading(setting: RuleSetting): Rule[] {
 export function ruleList(quote = "'"): string {
   const names = RULES.map((r) => `${quote}${r}${quote}`);
   return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`;
+}
+
+/** Names joined as a reader writes them: "v3", "v3 and v4", "v2, v3 and v4". */
+export function andList(names: readonly string[]): string {
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
