@@ -364,20 +364,20 @@ describe('hand cases, global budget', () => {
 });
 
 describe('the rule the plan names', () => {
-  it('the default is v3: the same plan as --rule v3, and not v2\'s on a contested fork', () => {
+  it('the default is v4: the same plan as --rule v4, and not v2\'s on a contested fork', () => {
     const { file } = writeForest(example2);
     const plain = runCli(['score', file, '--scores', '--backend', 'cpu']);
-    const v3 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v3']);
+    const v4 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v4']);
     const v2 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v2']);
-    expect([plain.status, v3.status, v2.status]).toEqual([0, 0, 0]);
-    expect(v3.stdout).toBe(plain.stdout);
+    expect([plain.status, v4.status, v2.status]).toEqual([0, 0, 0]);
+    expect(v4.stdout).toBe(plain.stdout);
     expect(v2.stdout).not.toBe(plain.stdout);
   });
 
   // docs/ALGORITHM.md, "Files and plan fields": "params.rule says which rule made the plan".
-  it('params.rule says v3 by default, v2 under --rule v2 and v1 under --rule v1', () => {
+  it('params.rule says v4 by default, and the rule asked for under --rule', () => {
     const { file } = writeForest(example1);
     const rule = (...flags: string[]) => (JSON.parse(runCli(['score', file, '--backend', 'cpu', ...flags]).stdout) as { params: { rule?: string } }).params.rule;
-    expect([rule(), rule('--rule', 'v2'), rule('--rule', 'v1')]).toEqual(['v3', 'v2', 'v1']);
+    expect([rule(), rule('--rule', 'v3'), rule('--rule', 'v2'), rule('--rule', 'v1')]).toEqual(['v4', 'v3', 'v2', 'v1']);
   });
 });

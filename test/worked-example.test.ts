@@ -92,8 +92,8 @@ describe('worked example 2 of docs/ALGORITHM.md (v2 and v3: a chain below a fork
   });
 });
 
-describe('worked example 1 of docs/ALGORITHM.md under v3 (the default)', () => {
-  const s = scoreCpu(forest);
+describe('worked example 1 of docs/ALGORITHM.md under v3', () => {
+  const s = scoreCpu(forest, { rule: 'v3' });
   it('scores exactly as v2', () => {
     expect(s.params.rule).toBe('v3');
     const v2 = scoreCpu(forest, { rule: 'v2' });
@@ -128,8 +128,63 @@ describe('worked example 2 of docs/ALGORITHM.md under v3', () => {
     ] }],
   });
   it('an uncontested fork emits nothing; A\'s share is spread over its chain (A and node 4)', () => {
-    const a = allocate(chain, scoreCpu(chain), { budget: 16 });
+    const a = allocate(chain, scoreCpu(chain, { rule: 'v3' }), { budget: 16 });
     expect(Array.from(a.mass, (x) => +x.toFixed(4))).toEqual([11.9385, 1.4618, 0, 1.1379, 1.4618, 0, 0]);
     expect(Array.from(a.branches)).toEqual([12, 2, 0, 1, 1, 0, 0]);
+  });
+});
+
+// Worked example 3 of docs/ALGORITHM.md: where v4's uncertainty gate changes the plan.
+describe('worked example 3 of docs/ALGORITHM.md: v4 against v3', () => {
+  const plan = (nodes: NodeInput[], rule: 'v3' | 'v4') => {
+    const f = packForest({ dim: 2, trees: [{ id: 'ex3', nodes }] });
+    const s = scoreCpu(f, { rule });
+    const a = allocate(f, s, { rule, budget: 16 });
+    const at = (v: number) => a.branches[v];
+    return { s, a, f, at };
+  };
+  const failed: NodeInput[] = [
+    { parent: -1, reward: 0, visits: 2, embedding: [0, 0] },
+    { parent: 0, reward: 0, visits: 1, uncertainty: 0.1, embedding: [1, 0] },
+    { parent: 0, reward: 0, visits: 1, uncertainty: 0.3, embedding: [1, 0.05] },
+  ];
+  it('two siblings that both failed: v3 sends 10 of 16 below the more uncertain one, v4 keeps all 16 at the root', () => {
+    const v3 = plan(failed, 'v3');
+    expect(+v3.s.intensity[0].toFixed(6)).toBe(0.996886);
+    expect(Array.from(v3.s.weight.subarray(1), (x) => +x.toFixed(6))).toEqual([0.11986, 0.88014]);
+    expect(Array.from(v3.a.mass, (x) => +x.toFixed(3))).toEqual([6.406, 0, 9.594]);
+    expect([v3.at(0), v3.at(1), v3.at(2)]).toEqual([6, 0, 10]);
+    const v4 = plan(failed, 'v4');
+    expect(v4.s.intensity[0]).toBe(0);
+    expect(Array.from(v4.s.weight.subarray(1))).toEqual([0.5, 0.5]);
+    expect([v4.at(0), v4.at(1), v4.at(2)]).toEqual([16, 0, 0]);
+  });
+  const mixed: NodeInput[] = [
+    { parent: -1, reward: 1 / 3, visits: 3, embedding: [0, 0] },
+    { parent: 0, reward: 1, visits: 1, uncertainty: 0.2, embedding: [1, 0] },
+    { parent: 0, reward: 0, visits: 1, uncertainty: 0.1, embedding: [1, 0.1] },
+    { parent: 0, reward: 0, visits: 1, uncertainty: 0.3, embedding: [1, 0.2] },
+  ];
+  it('a success and two failures: the gate silences the B–C pair; root 12, A 4 under v3, root 7, A 9 under v4', () => {
+    const v3 = plan(mixed, 'v3');
+    expect(Array.from(v3.s.contrast.subarray(1), (x) => +x.toFixed(6))).toEqual([1.061665, 0.579637, 1.335903]);
+    expect(Array.from(v3.s.weight.subarray(1), (x) => +x.toFixed(6))).toEqual([0.321341, 0.122541, 0.556118]);
+    expect(+v3.s.intensity[0].toFixed(6)).toBe(0.992402);
+    expect(Array.from(v3.a.pruned)).toEqual([0, 0, 1, 0]);
+    expect(Array.from(v3.a.mass, (x) => +x.toFixed(4))).toEqual([12.4897, 3.5103, 0, 0]);
+    expect([v3.at(0), v3.at(1)]).toEqual([12, 4]);
+    const v4 = plan(mixed, 'v4');
+    expect(Array.from(v4.s.contrast.subarray(1), (x) => +x.toFixed(6))).toEqual([1.061665, 0.332584, 0.594749]);
+    expect(Array.from(v4.s.weight.subarray(1), (x) => +x.toFixed(6))).toEqual([0.615116, 0.143115, 0.241768]);
+    expect(+v4.s.intensity[0].toFixed(6)).toBe(0.662999);
+    expect(Array.from(v4.a.pruned)).toEqual([0, 0, 1, 1]);
+    expect(Array.from(v4.a.mass, (x) => +x.toFixed(4))).toEqual([7.2859, 8.7141, 0, 0]);
+    expect([v4.at(0), v4.at(1)]).toEqual([7, 9]);
+    expect(v4.a.depth[1]).toBe(7);
+  });
+  it('worked example 1 has no pair whose rewards agree: v4 scores and plans it exactly as v3', () => {
+    const s3 = scoreCpu(forest, { rule: 'v3' }), s4 = scoreCpu(forest, { rule: 'v4' });
+    expect(Array.from(s4.contrast)).toEqual(Array.from(s3.contrast));
+    expect(Array.from(allocate(forest, s4, { rule: 'v4' }).branches)).toEqual(Array.from(allocate(forest, s3, { rule: 'v3' }).branches));
   });
 });

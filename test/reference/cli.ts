@@ -115,7 +115,8 @@ export interface V3FlagOptions {
 /** The score flags for a v3 parameter set (minDepth has no flag: it must be 1). */
 export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
   // --tree-floor is accepted with a per-tree budget too, where it has no effect.
-  return ruleFlags(o.rule === 'spaced' ? ['--rule', 'v3'] : o.rule === 'joined' ? ['--rule=v3'] : [], [
+  // v3 is no longer the default rule: every form names it ('default' as 'spaced').
+  return ruleFlags(o.rule === 'joined' ? ['--rule=v3'] : ['--rule', 'v3'], [
     ['--alpha', p.alpha, 1], ['--tau', p.tau, 0.5], ['--prune-ratio', p.pruneRatio, 0.5], ['--contest-gain', p.contestGain, 4],
     ['--fork-keep', p.forkKeep, 0.25], ['--base-depth', p.baseDepth, 4], ['--depth-gain', p.depthGain, 1],
     ['--tree-floor', p.treeFloor, 1],

@@ -12,6 +12,9 @@ class ContestFlowScratch {
   /** ln of each row's keep and of what stays at its fork (−∞: none). */
   ownPart = new Float64Array(0);
   stayPart = new Float64Array(0);
+  /** v3's linear claims (`linearClaims`): per row, and what each region's first node received. */
+  claim = new Float64Array(0);
+  regionClaim = new Float64Array(0);
   ensure(n: number): void {
     if (this.reach.length >= n) return;
     const size = Math.max(n, this.reach.length * 2);
@@ -23,6 +26,8 @@ class ContestFlowScratch {
     this.regionPart = new Float64Array(size);
     this.ownPart = new Float64Array(size);
     this.stayPart = new Float64Array(size);
+    this.claim = new Float64Array(size);
+    this.regionClaim = new Float64Array(size);
   }
 }
 
@@ -45,21 +50,54 @@ const scratch = new ContestFlowScratch();
  * take a rollout (mass left at 0).
  */
 export function contestFlow(rows: ForestRows, lo: number, hi: number, budget: number, settings: RuleSettings): boolean {
-  const { parentRow, childStart, childCount, child, terminal, visits, reward, weight, intensity, kept, live, mass } = rows;
+  const prepared = prepareFlow(rows, lo, hi);
+  if (!prepared.live) return false;
+  const top = claimedParts(rows, lo, hi, settings);
+  return top > -Infinity ? scaledMass(rows, lo, hi, budget, top) : equalSpread(rows, lo, hi, budget);
+}
+
+/**
+ * Rule v3's mass: the same flow, with the claims computed as v3 was released (linearly, scaled by
+ * the largest ψ of a contested fork, S), wherever that is exact; and in the scaled form of
+ * `contestFlow` where it is not: where the largest part claimed, M, lies more than e^600 from S
+ * (κ = 0 on a chain of hundreds of wide forks; a subnormal κ under a terminal root), the linear
+ * claims under- or overflow. Elsewhere the two agree to rounding, and the linear ones keep v3's
+ * plans byte for byte (a rounding tie can otherwise fall the other way).
+ */
+export function contestFlowV3(rows: ForestRows, lo: number, hi: number, budget: number, settings: RuleSettings): boolean {
+  const prepared = prepareFlow(rows, lo, hi);
+  if (!prepared.live) return false;
+  const top = claimedParts(rows, lo, hi, settings);
+  if (top === -Infinity) return equalSpread(rows, lo, hi, budget);
+  if (Math.abs(top - prepared.forkScale) > LINEAR_RANGE) return scaledMass(rows, lo, hi, budget, top);
+  return linearClaims(rows, lo, hi, budget, settings, prepared.forkScale);
+}
+
+/** How far (in ln) the largest part may lie from v3's linear scale before its claims leave the float64 range (e^±709). */
+const LINEAR_RANGE = 600;
+
+/**
+ * The per-row facts both forms read, into the scratch: reach, ln ψ, ν, regions and the reached
+ * open steps of each region. Also S, the largest ln ψ of a reached contested fork (0 at least: the
+ * root's), v3's linear scale. Masses are zeroed.
+ */
+function prepareFlow(rows: ForestRows, lo: number, hi: number): { live: boolean; forkScale: number } {
+  const { parentRow, childCount, terminal, visits, reward, weight, intensity, kept, live, mass } = rows;
   const n = hi - lo;
   scratch.ensure(n);
   const { reach, logPsi, viability, region, regionOpen, regionPart, ownPart, stayPart } = scratch;
   for (let v = lo; v < hi; v++) mass[v] = 0;
-  if (!live[lo]) return false;
+  if (!live[lo]) return { live: false, forkScale: 0 };
 
   // Reach, ln ψ and the tree's reward range.
-  let rLo = Infinity, rHi = -Infinity;
+  let rLo = Infinity, rHi = -Infinity, forkScale = 0;
   for (let v = lo; v < hi; v++) {
     const i = v - lo, p = parentRow[v];
     if (p < 0) { reach[i] = 1; logPsi[i] = 0; }
     else { reach[i] = reach[p - lo] & kept[v]; logPsi[i] = logPsi[p - lo] + Math.log(childCount[p] * weight[v]); }
     regionPart[i] = -Infinity; ownPart[i] = -Infinity; stayPart[i] = -Infinity; regionOpen[i] = 0;
     if (visits[v] > 0) { if (reward[v] < rLo) rLo = reward[v]; if (reward[v] > rHi) rHi = reward[v]; }
+    if (reach[i] && childCount[v] >= 2 && intensity[v] > 0 && logPsi[i] > forkScale) forkScale = logPsi[i];
   }
   // ν: the reward of the finished rollouts through a node, rescaled to [0, 1] over the tree's
   // range (the nearest visited ancestor's for a node none went through; 1 without a range).
@@ -79,12 +117,16 @@ export function contestFlow(rows: ForestRows, lo: number, hi: number, budget: nu
     region[i] = p === lo || childCount[p] >= 2 ? i : region[p - lo];
     if (reach[i] && !terminal[v]) regionOpen[region[i]]++;
   }
+  return { live: true, forkScale };
+}
 
-  // The parts, in logs; M is the largest one that becomes a claim.
+/** The parts of every claim, in logs, into the scratch; returns M, the largest (−∞ when there is none). */
+function claimedParts(rows: ForestRows, lo: number, hi: number, settings: RuleSettings): number {
+  const { childStart, childCount, child, terminal, weight, intensity } = rows;
+  const { reach, logPsi, viability, regionOpen, regionPart, ownPart, stayPart } = scratch;
   const { contestGain, forkKeep } = settings;
   const lnKappa = Math.log(contestGain), lnKeep = Math.log(forkKeep), lnPassOpen = Math.log1p(-forkKeep);
-  const fresh = terminal[lo] === 0; // the root's fresh share, ln 1 = 0
-  let top = fresh ? 0 : -Infinity;
+  let top = terminal[lo] === 0 ? 0 : -Infinity; // the root's fresh share, ln 1 = 0
   for (let v = lo; v < hi; v++) {
     const i = v - lo, k = childCount[v];
     if (!reach[i] || k < 2 || !(intensity[v] > 0)) continue;
@@ -125,29 +167,93 @@ export function contestFlow(rows: ForestRows, lo: number, hi: number, budget: nu
       }
     }
   }
+  return top;
+}
 
-  if (top > -Infinity) {
-    let total = 0;
-    for (let v = lo; v < hi; v++) {
-      const i = v - lo;
-      let claim = 0;
-      if (ownPart[i] > -Infinity) claim += Math.exp(ownPart[i] - top);
-      if (i === 0 && fresh) claim += Math.exp(-top);
-      if (stayPart[i] > -Infinity) claim += Math.exp(stayPart[i] - top);
-      if (i > 0 && reach[i] && !terminal[v]) {
-        const r = regionPart[region[i]];
-        if (r > -Infinity) claim += Math.exp(r - top);
-      }
-      mass[v] = claim;
-      total += claim;
+/** x from the parts in logs, each exponentiated less M = `top` (> −∞). */
+function scaledMass(rows: ForestRows, lo: number, hi: number, budget: number, top: number): boolean {
+  const { terminal, mass } = rows;
+  const { reach, region, regionPart, ownPart, stayPart } = scratch;
+  const fresh = terminal[lo] === 0;
+  let total = 0;
+  for (let v = lo; v < hi; v++) {
+    const i = v - lo;
+    let claim = 0;
+    if (i === 0 && fresh) claim += Math.exp(-top);
+    if (ownPart[i] > -Infinity) claim += Math.exp(ownPart[i] - top);
+    if (stayPart[i] > -Infinity) claim += Math.exp(stayPart[i] - top);
+    if (i > 0 && reach[i] && !terminal[v]) {
+      const r = regionPart[region[i]];
+      if (r > -Infinity) claim += Math.exp(r - top);
     }
-    for (let v = lo; v < hi; v++) mass[v] = budget * (mass[v] / total);
-    return true;
+    mass[v] = claim;
+    total += claim;
   }
-  // No part at all (a terminal root with no contested fork below that claims): spread over the open steps reached.
+  for (let v = lo; v < hi; v++) mass[v] = budget * (mass[v] / total);
+  return true;
+}
+
+/** No part at all (a terminal root with no contested fork below that claims): spread over the open steps reached. */
+function equalSpread(rows: ForestRows, lo: number, hi: number, budget: number): boolean {
+  const { terminal, mass } = rows;
+  const { reach } = scratch;
   let open = 0;
   for (let v = lo; v < hi; v++) if (reach[v - lo] && !terminal[v]) open++;
   if (open === 0) return false;
   for (let v = lo; v < hi; v++) if (reach[v - lo] && !terminal[v]) mass[v] = budget / open;
   return true;
+}
+
+/**
+ * v3's claims as released: linear, each relative to e^S (S = `scale`, the largest ln ψ of a
+ * contested fork), the same operations in the same order as before the scaled form was fixed,
+ * so its plans stay byte for byte where this form is exact (`contestFlowV3` decides where).
+ */
+function linearClaims(rows: ForestRows, lo: number, hi: number, budget: number, settings: RuleSettings, scale: number): boolean {
+  const { childStart, childCount, child, terminal, weight, intensity, mass } = rows;
+  const { reach, logPsi, viability, region, regionOpen, claim, regionClaim } = scratch;
+  const n = hi - lo;
+  for (let i = 0; i < n; i++) { claim[i] = 0; regionClaim[i] = 0; }
+  const { contestGain, forkKeep } = settings;
+  if (!terminal[lo]) claim[0] = Math.exp(-scale);
+  for (let v = lo; v < hi; v++) {
+    const i = v - lo, k = childCount[v];
+    if (!reach[i] || k < 2 || !(intensity[v] > 0)) continue;
+    const emission = contestGain * intensity[v] * Math.exp(logPsi[i] - scale);
+    if (!(emission > 0)) continue;
+    const open = terminal[v] === 0;
+    const keep = open ? forkKeep * emission : 0;
+    claim[i] += keep;
+    const passed = emission - keep;
+    const first = childStart[v], end = first + k;
+    let wSum = 0;
+    for (let q = first; q < end; q++) { const c = child[q]; if (reach[c - lo]) wSum += weight[c]; }
+    let taken = 0;
+    if (wSum > 0) {
+      for (let q = first; q < end; q++) {
+        const c = child[q];
+        if (!reach[c - lo]) continue;
+        const share = (passed * weight[c] * viability[c - lo]) / wSum;
+        regionClaim[c - lo] += share;
+        taken += share;
+      }
+    }
+    // What no child takes is Σ w·(1 − ν)/W of what was passed: never negative, though the
+    // difference can round below 0 when every ν is 1 (η = 0 would then place B + 1 branches).
+    if (open) claim[i] += Math.max(0, passed - taken);
+  }
+  for (let v = lo + 1; v < hi; v++) {
+    const i = v - lo;
+    if (!reach[i] || terminal[v]) continue;
+    const r = region[i];
+    if (regionClaim[r] > 0) claim[i] += regionClaim[r] / regionOpen[r];
+  }
+  let total = 0;
+  for (let i = 0; i < n; i++) total += claim[i];
+  if (total > 0) {
+    // claim / total first: claims can be subnormal, and budget / total would then overflow.
+    for (let v = lo; v < hi; v++) mass[v] = budget * (claim[v - lo] / total);
+    return true;
+  }
+  return equalSpread(rows, lo, hi, budget);
 }

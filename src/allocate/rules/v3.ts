@@ -1,4 +1,4 @@
-import { contestFlow } from './contest-flow.js';
+import { contestFlowV3 } from './contest-flow.js';
 import type { AllocationRule, ForestRows, RuleSettings } from './rule.js';
 
 /**
@@ -14,7 +14,7 @@ export const v3: AllocationRule = {
   treeFloor: { default: 1, fixed: false },
   earlyStop: splitSettledBar,
   treeSignal: rootForkIntensity,
-  mass: flowContestV3,
+  mass: contestFlowV3,
 };
 
 /**
@@ -50,12 +50,4 @@ export function splitSettledBar(rows: ForestRows, from: number, to: number, prun
 /** S_t of v3: the intensity of the root's group, 0 when the root has fewer than two children — how much its fresh rollouts disagree. */
 export function rootForkIntensity(rows: ForestRows, lo: number): number {
   return rows.childCount[lo] >= 2 ? rows.intensity[lo] : 0;
-}
-
-/**
- * The fresh share and the contest flow of v3 and v4 (./contest-flow.ts): the same mass for both,
- * which differ only in scoring (v4's uncertainty gate).
- */
-function flowContestV3(rows: ForestRows, lo: number, hi: number, budget: number, settings: RuleSettings): boolean {
-  return contestFlow(rows, lo, hi, budget, settings);
 }
