@@ -75,7 +75,7 @@ export type BySeed = Readonly<Record<string, readonly number[]>>;
 
 /**
  * The TRACE rows' paired gaps in final success (points, 95% t-interval over seeds, * = separable):
- * row − independent chains, row − uniform expansion, row − knapsack, and TRACE v3 − row (the
+ * row − independent chains, row − uniform expansion, row − knapsack, and TRACE v4 − row (the
  * ablations' and the earlier rules' distance from the default). Columns the run lacks are left out.
  */
 export function traceGapTable(bySeed: BySeed): string | null {
@@ -83,7 +83,7 @@ export function traceGapTable(bySeed: BySeed): string | null {
   if (rows.length === 0) return null;
   const against = (['independent', 'uniform', 'knapsack'] as const).filter((c) => c in bySeed);
   const vsTrace = 'trace' in bySeed;
-  const header = ['TRACE row', ...against.map((c) => `row − ${SHORT[c]}`), ...(vsTrace ? ['v3 − row'] : [])];
+  const header = ['TRACE row', ...against.map((c) => `row − ${SHORT[c]}`), ...(vsTrace ? ['v4 − row'] : [])];
   return markdownTable(header, rows.map((r) => [
     LABEL[r],
     ...against.map((c) => gapCell(pairedGap(bySeed[r], bySeed[c]))),
@@ -93,13 +93,13 @@ export function traceGapTable(bySeed: BySeed): string | null {
 
 /** Compute-equivalence of one (environment, learner), when the run has the rows it needs. */
 export interface ComputeEquivalence {
-  /** Mean final success of TRACE v3 and of independent chains at 1×, 1.5×, 2× the budget. */
+  /** Mean final success of TRACE v4 and of independent chains at 1×, 1.5×, 2× the budget. */
   trace: number;
   chains: Array<[number, number]>;
   equivalence: Equivalence;
   label: string;
   atLeast15: boolean;
-  /** TRACE v3 − chains at 1.5× and 2× the budget, paired by seed. */
+  /** TRACE v4 − chains at 1.5× and 2× the budget, paired by seed. */
   gap15: Interval;
   gap2: Interval;
 }
@@ -117,25 +117,25 @@ export function computeEquivalence(bySeed: BySeed): ComputeEquivalence | null {
 
 export function equivalenceLine(c: ComputeEquivalence): string {
   const pct = (x: number) => (100 * x).toFixed(1);
-  return `Compute-equivalence: TRACE v3 ${pct(c.trace)}%; independent chains ${c.chains.map(([m, y]) => `${m}× ${pct(y)}%`).join(', ')}. ` +
-    `Chains match TRACE v3 at **${c.label}×** the budget (linear interpolation between the chains' means; ${c.atLeast15 ? 'at least' : 'below'} 1.5×). ` +
-    `Paired: v3 − chains at 1.5× ${gapCell(c.gap15)}, at 2× ${gapCell(c.gap2)} points.`;
+  return `Compute-equivalence: TRACE v4 ${pct(c.trace)}%; independent chains ${c.chains.map(([m, y]) => `${m}× ${pct(y)}%`).join(', ')}. ` +
+    `Chains match TRACE v4 at **${c.label}×** the budget (linear interpolation between the chains' means; ${c.atLeast15 ? 'at least' : 'below'} 1.5×). ` +
+    `Paired: v4 − chains at 1.5× ${gapCell(c.gap15)}, at 2× ${gapCell(c.gap2)} points.`;
 }
 
 /**
- * TRACE v3 across environments for one learner: final success, gaps to independent chains,
- * uniform expansion and knapsack, the ablations' gaps (v3 − no contrast, v3 − outcome
- * disagreement), the earlier rule (v3 − v2), and the compute-equivalence multiplier.
+ * TRACE v4 across environments for one learner: final success, gaps to independent chains,
+ * uniform expansion and knapsack, the ablations' gaps (v4 − no contrast, v4 − outcome
+ * disagreement), the rule it replaces (v4 − v3), and the compute-equivalence multiplier.
  */
 export function acrossTable(perEnv: ReadonlyArray<{ env: string; bySeed: BySeed }>): string {
   const gap = (bySeed: BySeed, a: string, b: string) => (a in bySeed && b in bySeed ? gapCell(pairedGap(bySeed[a], bySeed[b])) : '—');
   return markdownTable(
-    ['environment', 'v3 success, %', 'v3 − independent', 'v3 − uniform', 'v3 − knapsack', 'v3 − no contrast', 'v3 − outcome', 'v3 − v2', 'chains match v3 at', '≥ 1.5×'],
+    ['environment', 'v4 success, %', 'v4 − independent', 'v4 − uniform', 'v4 − knapsack', 'v4 − no contrast', 'v4 − outcome', 'v4 − v3', 'chains match v4 at', '≥ 1.5×'],
     perEnv.map(({ env, bySeed }) => {
       const c = computeEquivalence(bySeed);
       return [env, 'trace' in bySeed ? fmt(meanCi(bySeed.trace), 1, 100, 0, 1) : '—',
         gap(bySeed, 'trace', 'independent'), gap(bySeed, 'trace', 'uniform'), gap(bySeed, 'trace', 'knapsack'),
-        gap(bySeed, 'trace', 'trace-nocontrast'), gap(bySeed, 'trace', 'trace-outcome'), gap(bySeed, 'trace', 'trace-v2'),
+        gap(bySeed, 'trace', 'trace-nocontrast'), gap(bySeed, 'trace', 'trace-outcome'), gap(bySeed, 'trace', 'trace-v3'),
         c ? `${c.label}×` : '—', c ? (c.atLeast15 ? 'yes' : 'no') : '—'];
     }),
   );

@@ -5,16 +5,16 @@ import { objectiveGradient } from '../../src/learn/gradient.js';
 import { ascend, createLearnState, learnedParams, type LearnOptions, type LearnState } from '../../src/learn/state.js';
 import { scoreCpu } from '../../src/score/cpu.js';
 import type { ScoreParams, Scores } from '../../src/score/types.js';
-import type { AllocateOptions, Rule } from '../../src/allocate/options.js';
+import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../../src/allocate/options.js';
 import { exhaustedNodes, packRollouts, rowOf } from '../pack.js';
 import type { Grower } from '../tree.js';
 import { ablatedScores, type AblatedScores } from './ablation.js';
 import { DEFAULT_ROUND, interleave, runLaunches, type Allocator, type Launch, type RoundSize } from './types.js';
 
 export interface TraceOptions {
-  /** 'v3' (default, the library's): rollouts run to the episode's end; 'v2' likewise; 'v1': depth-limited rollouts as v1 specifies. */
+  /** The library's default rule (v4) unless given: rollouts run to the episode's end under v4, v3, v2; 'v1': depth-limited rollouts as v1 specifies. */
   rule?: Rule;
-  /** What `allocate` is given: the library's scores (default) or an ablation of them (v3 only; `ablation.ts`). */
+  /** What `allocate` is given: the library's scores (default) or an ablation of them (the default rule only; `ablation.ts`). */
   scores?: 'contrast' | AblatedScores;
   /** Extra allocation settings (contestGain, forkKeep, treeFloor, pruneRatio; sweeps). */
   allocate?: Pick<AllocateOptions, 'contestGain' | 'forkKeep' | 'treeFloor' | 'pruneRatio'>;
@@ -60,12 +60,12 @@ export class TraceAllocator implements Allocator {
   constructor(options: TraceOptions = {}) {
     this.learn = options.learn ?? false;
     this.closeExhausted = options.closeExhausted ?? false;
-    this.rule = options.rule ?? 'v3';
+    this.rule = options.rule ?? DEFAULT_RULE;
     this.scoring = options.scores ?? 'contrast';
-    if (this.scoring !== 'contrast' && (this.rule !== 'v3' || this.learn)) throw new Error(`TraceAllocator: ablated scores (${this.scoring}) are a rule v3 ablation without learning`);
+    if (this.scoring !== 'contrast' && (this.rule !== DEFAULT_RULE || this.learn)) throw new Error(`TraceAllocator: ablated scores (${this.scoring}) are an ablation of the default rule (${DEFAULT_RULE}) without learning`);
     this.extra = options.allocate;
     // The names `createAllocator` builds them under.
-    const variant = this.closeExhausted ? '-closed' : `${this.rule === 'v3' ? '' : `-${this.rule}`}${this.scoring === 'contrast' ? '' : `-${this.scoring}`}`;
+    const variant = this.closeExhausted ? '-closed' : `${this.rule === DEFAULT_RULE ? '' : `-${this.rule}`}${this.scoring === 'contrast' ? '' : `-${this.scoring}`}`;
     this.name = `trace${variant}${this.learn ? '-learned' : ''}`;
     this.round = options.round ?? DEFAULT_ROUND;
     this.baseDepth = options.baseDepth ?? 4;
