@@ -1,5 +1,5 @@
 // The simulated evaluation: every allocator on every (environment, learner) at equal budget.
-// `npx tsx eval/run.ts [--quick | --trie] [--seeds N] [--out DIR] [--env a,b] [--learner treerl,grpo]
+// `npx tsx eval/run.ts [--quick | --trie] [--seeds N] [--first-seed S] [--out DIR] [--env a,b] [--learner treerl,grpo]
 // [--against FILE | --no-check]` writes per-environment JSON, SVG charts and summary.md /
 // summary.json into DIR (default: a temporary folder). Progress goes to stderr. The quick run
 // ends with a direction check against the committed full run (`--against`, default
@@ -26,7 +26,7 @@ const WATCHED: readonly AllocatorName[] = ['trace', 'trace-learned'];
 interface Args { profile: Profile; out: string; envs: EnvName[]; learners: Learner[]; against: string | null }
 
 function parseArgs(argv: string[]): Args {
-  let profile = PROFILES.full, out: string | undefined, envs: EnvName[] = [...ENVS], learners: Learner[] | undefined, seeds: number | undefined, against: string | null | undefined;
+  let profile = PROFILES.full, out: string | undefined, envs: EnvName[] = [...ENVS], learners: Learner[] | undefined, seeds: number | undefined, firstSeed: number | undefined, against: string | null | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') profile = PROFILES.quick;
@@ -35,12 +35,18 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--env') envs = argv[++i].split(',') as EnvName[];
     else if (a === '--learner') learners = argv[++i].split(',') as Learner[];
     else if (a === '--seeds') seeds = Number(argv[++i]);
+    else if (a === '--first-seed') firstSeed = Number(argv[++i]);
     else if (a === '--against') against = argv[++i];
     else if (a === '--no-check') against = null;
-    else throw new Error(`unknown argument ${a} (use --quick or --trie, --seeds N, --out DIR, --env ${ENVS.join(',')}, --learner ${LEARNERS.join(',')}, --against FILE, --no-check)`);
+    else throw new Error(`unknown argument ${a} (use --quick or --trie, --seeds N, --first-seed S, --out DIR, --env ${ENVS.join(',')}, --learner ${LEARNERS.join(',')}, --against FILE, --no-check)`);
   }
   for (const e of envs) if (!ENVS.includes(e)) throw new Error(`unknown environment ${e}`);
   for (const l of learners ?? []) if (!LEARNERS.includes(l)) throw new Error(`unknown learner ${l}`);
+  if (firstSeed !== undefined) {
+    // Tuning seeds (1001 and up) are in no reported run: a rule explored there is judged on seeds it never saw.
+    if (!Number.isInteger(firstSeed) || firstSeed < 1) throw new Error('--first-seed needs an integer ≥ 1');
+    profile = { ...profile, firstSeed };
+  }
   if (seeds !== undefined) {
     if (!Number.isInteger(seeds) || seeds < 2) throw new Error('--seeds needs an integer ≥ 2');
     profile = { ...profile, seeds };

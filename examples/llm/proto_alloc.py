@@ -1,0 +1,253 @@
+"""A float64 prototype of TRACE's scoring and allocation (rule v3 and v4 candidates), in process,
+for exploring rule designs on tuning seeds before they are written in the library.
+
+`plan(forest, total, knobs)` mirrors docs/ALGORITHM.md's v3 (with `knobs` at their v3 values it
+must give the service's plans; `check` compares) and adds the candidate changes as knobs:
+
+- `gate`: where an uncertainty gap counts as contest: "always" (v3), "pair" (only in a pair whose
+  rewards differ or with an unvisited sibling), "group" (only in a group whose visited rewards
+  differ, or in a pair with an unvisited sibling), "never".
+- `pass`: how a contested fork's pass is split over its kept children: "nu" (v3: w·ν, success
+  seen) or "mix" (w·m, m = 4p̂(1−p̂) the chance-of-mixed-outcomes of the child's continuations,
+  p̂ its success rate shrunk toward its parent's with prior weight `beta`).
+- `kappa`, `eta`, `rho`, `q0`: v3's κ, η, ρ, q0.
+- `signal`: the global split's per-tree evidence: "iroot" (v3) or "mixroot" (4p̂(1−p̂) of the root).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+EPS = 1e-6
+V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
+      "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0}
+
+
+def score_group(kids, nodes, knobs, tree_has_range=False):
+    """C, w, I of one sibling group (docs/ALGORITHM.md §2, v2/v3 sharing), with the gate."""
+    k = len(kids)
+    if k < 2:
+        return [0.0], [1.0], 0.0
+    alpha, tau, gate = knobs["alpha"], knobs["tau"], knobs["gate"]
+    e = [nodes[c].embedding for c in kids]
+    norms = [float(np.linalg.norm(x)) for x in e]
+    r = [nodes[c].reward_sum / nodes[c].visits if nodes[c].visits else 0.0 for c in kids]
+    n = [nodes[c].visits for c in kids]
+    u = [nodes[c].uncertainty for c in kids]
+    vis = [r[i] for i in range(k) if n[i] > 0]
+    group_differs = len(vis) >= 2 and max(vis) > min(vis)
+    C = [0.0] * k
+    for i in range(k):
+        for j in range(i + 1, k):
+            if norms[i] == 0 or norms[j] == 0:
+                d = 0.5
+            else:
+                diff = e[i] / norms[i] - e[j] / norms[j]
+                d = min(1.0, max(0.0, float(diff @ diff) / 4))
+            visited = n[i] > 0 and n[j] > 0
+            dr = abs(r[i] - r[j]) if visited else 0.0
+            du = abs(u[i] - u[j])
+            if gate == "pair":
+                du = du if (dr > 0 or not visited) else 0.0
+            elif gate == "tree":
+                du = du if (tree_has_range or not visited or dr > 0) else 0.0
+            elif gate == "group":
+                du = du if (group_differs or not visited) else 0.0
+            elif gate == "never":
+                du = 0.0
+            delta = dr + du
+            c = delta / (delta + alpha * d + EPS)
+            ui, uj = u[i] + EPS, u[j] + EPS
+            si = 2 / (1 + uj / ui)
+            C[i] += si * c
+            C[j] += (2 - si) * c
+    C = [x / (k - 1) for x in C]
+    cmax = max(C)
+    w = [math.exp((x - cmax) / tau) for x in C]
+    z = sum(w)
+    w = [x / z for x in w]
+    return C, w, sum(C) / k
+
+
+class TreeView:
+    """One tree of the trainer's forest with its scores."""
+
+    def __init__(self, forest, t, knobs):
+        self.ids = forest.tree_nodes[t]
+        self.local = {v: i for i, v in enumerate(self.ids)}
+        N = len(self.ids)
+        nodes = forest.nodes
+        self.nodes = [nodes[v] for v in self.ids]
+        self.parent = [self.local[x.parent] if x.parent >= 0 else -1 for x in self.nodes]
+        self.children = [[self.local[c] for c in x.children] for x in self.nodes]
+        self.terminal = [x.terminal for x in self.nodes]
+        self.visits = [x.visits for x in self.nodes]
+        self.reward = [x.reward_sum / x.visits if x.visits else 0.0 for x in self.nodes]
+        self.w = [1.0] * N
+        self.I = [0.0] * N
+        vis = [nodes[v].reward_sum / nodes[v].visits for v in self.ids if nodes[v].visits]
+        has_range = len(vis) >= 2 and max(vis) > min(vis)
+        for v in range(N):
+            kids = self.children[v]
+            if kids:
+                _, w, I = score_group([self.ids[c] for c in kids], nodes, knobs, has_range)
+                for c, wc in zip(kids, w):
+                    self.w[c] = wc
+                self.I[v] = I
+        live = [not t for t in self.terminal]
+        for v in range(N - 1, 0, -1):
+            if live[v]:
+                live[self.parent[v]] = True
+        self.live = live
+
+
+def kept_split(tv: TreeView, rho):
+    kept = [False] * len(tv.ids)
+    pruned = [False] * len(tv.ids)
+    for v, kids in enumerate(tv.children):
+        X = [c for c in kids if tv.live[c]]
+        V = [c for c in X if tv.visits[c] > 0]
+        if not V:
+            for c in X:
+                kept[c] = True
+            continue
+        bar = rho * max(tv.w[c] for c in V)
+        for c in X:
+            if tv.visits[c] == 0 or tv.w[c] >= bar:
+                kept[c] = True
+            else:
+                pruned[c] = True
+    return kept, pruned
+
+
+def success_seen(tv: TreeView):
+    vis = [tv.reward[v] for v in range(len(tv.ids)) if tv.visits[v] > 0]
+    nu = [1.0] * len(tv.ids)
+    if vis and max(vis) > min(vis):
+        lo, hi = min(vis), max(vis)
+        for v in range(len(tv.ids)):
+            if tv.visits[v] > 0:
+                nu[v] = (tv.reward[v] - lo) / (hi - lo)
+            elif tv.parent[v] >= 0:
+                nu[v] = nu[tv.parent[v]]
+    return nu
+
+
+def success_estimate(tv: TreeView, beta):
+    """p̂: each node's success rate shrunk toward its parent's (root: toward ½), rewards read as success fractions in [0, 1]."""
+    p = [0.5] * len(tv.ids)
+    for v in range(len(tv.ids)):
+        prior = 0.5 if tv.parent[v] < 0 else p[tv.parent[v]]
+        n = tv.visits[v]
+        r = min(1.0, max(0.0, tv.reward[v]))
+        p[v] = (n * r + beta * prior) / (n + beta)
+    return p
+
+
+def tree_mass(tv: TreeView, budget, knobs):
+    N = len(tv.ids)
+    mass = [0.0] * N
+    if not tv.live[0] or budget == 0:
+        return mass, budget > 0 and not tv.live[0]
+    kept, _ = kept_split(tv, knobs["rho"])
+    reach = [False] * N
+    psi = [1.0] * N
+    for v in range(N):
+        p = tv.parent[v]
+        if p < 0:
+            reach[v] = True
+        else:
+            reach[v] = reach[p] and kept[v]
+            psi[v] = psi[p] * len(tv.children[p]) * tv.w[v]
+    if knobs["pass"] == "nu":
+        factor = success_seen(tv)
+    else:
+        p = success_estimate(tv, knobs["beta"])
+        factor = [4 * x * (1 - x) for x in p]
+    region = list(range(N))
+    open_in = [0] * N
+    for v in range(1, N):
+        p = tv.parent[v]
+        region[v] = v if (p == 0 or len(tv.children[p]) >= 2) else region[p]
+        if reach[v] and not tv.terminal[v]:
+            open_in[region[v]] += 1
+    claim = [0.0] * N
+    region_claim = [0.0] * N
+    if not tv.terminal[0]:
+        claim[0] = knobs["fresh"]
+    kappa, eta = knobs["kappa"], knobs["eta"]
+    for v in range(N):
+        kids = tv.children[v]
+        if not reach[v] or len(kids) < 2 or not tv.I[v] > 0:
+            continue
+        e = kappa * psi[v] * tv.I[v]
+        if not e > 0:
+            continue
+        is_open = not tv.terminal[v]
+        keep = eta * e if is_open else 0.0
+        claim[v] += keep
+        passed = e - keep
+        W = sum(tv.w[c] for c in kids if reach[c])
+        taken = 0.0
+        if W > 0:
+            for c in kids:
+                if reach[c]:
+                    s = passed * tv.w[c] * factor[c] / W
+                    region_claim[c] += s
+                    taken += s
+        if is_open:
+            claim[v] += max(0.0, passed - taken)
+    for v in range(1, N):
+        if reach[v] and not tv.terminal[v] and region_claim[region[v]] > 0:
+            claim[v] += region_claim[region[v]] / open_in[region[v]]
+    total = sum(claim)
+    if total > 0:
+        return [budget * c / total for c in claim], False
+    opens = [v for v in range(N) if reach[v] and not tv.terminal[v]]
+    if not opens:
+        return mass, True
+    for v in opens:
+        mass[v] = budget / len(opens)
+    return mass, False
+
+
+def largest_remainder(x, total):
+    b = [math.floor(v) for v in x]
+    rest = total - sum(b)
+    order = sorted([i for i in range(len(x)) if x[i] > 0], key=lambda i: (-(x[i] - math.floor(x[i])), i))
+    i = 0
+    while rest > 0 and order:
+        b[order[i % len(order)]] += 1
+        rest -= 1
+        i += 1
+    return b
+
+
+def plan(forest, total, knobs, min_per_tree=1):
+    """Per tree of the forest: a list of (trainer node id, branches)."""
+    knobs = {**V3, **knobs}
+    views = [TreeView(forest, t, knobs) for t in range(len(forest.tree_nodes))]
+    q = []
+    for tv in views:
+        if not tv.live[0]:
+            q.append(0.0)
+            continue
+        if knobs["signal"] == "iroot":
+            s = tv.I[0] if len(tv.children[0]) >= 2 else 0.0
+        else:
+            p = success_estimate(tv, knobs["beta"])[0]
+            s = 4 * p * (1 - p)
+        q.append(knobs["q0"] + s)
+    L = sum(1 for x in q if x > 0)
+    rest = total - min_per_tree * L
+    Q = sum(q)
+    share = [min_per_tree + rest * x / Q if x > 0 else 0.0 for x in q]
+    budgets = largest_remainder(share, total)
+    out = []
+    for tv, b in zip(views, budgets):
+        mass, _ = tree_mass(tv, b, knobs)
+        br = largest_remainder(mass, b) if b > 0 and sum(mass) > 0 else [0] * len(mass)
+        out.append([(tv.ids[v], br[v]) for v in range(len(br)) if br[v] > 0])
+    return out

@@ -1,0 +1,222 @@
+"""Rule exploration on tuning seeds: examples/llm's training loop with TRACE candidates allocated
+in process by `proto_alloc` (no service), against independent chains, paired by seed.
+
+    python3 examples/llm/tune.py --first-seed 200 --seeds 12 --variants v3,gate-pair --out /tmp/tune
+    python3 examples/llm/tune.py --check --first-seed 200 --seeds 1 --steps 3   # prototype v3 = the service's v3
+
+Variants are named in VARIANTS (knobs over proto_alloc.V3). `--credit treerl-leaf` trains on
+TreeRL's per-leaf credit (a node shared by L finished leaves weighs √L·(GA + LA)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import transformers
+
+import train as T
+from forest import Grower
+from proto_alloc import plan as proto_plan
+from samplers import interleave
+from stats import mean_interval  # type: ignore
+
+
+def mean_ci(xs):
+    r = mean_interval(xs)
+    return r["mean"], r["ci95"][0], r["ci95"][1]
+
+VARIANTS = {
+    "v3": {},
+    "gate-pair": {"gate": "pair"},
+    "gate-group": {"gate": "group"},
+    "gate-never": {"gate": "never"},
+    "gate-tree": {"gate": "tree"},
+    "mix": {"gate": "pair", "pass": "mix"},
+    "mix-b2": {"gate": "pair", "pass": "mix", "beta": 2.0},
+    "mix-k8": {"gate": "pair", "pass": "mix", "kappa": 8.0},
+    "mix-k2": {"gate": "pair", "pass": "mix", "kappa": 2.0},
+    "mix-e50": {"gate": "pair", "pass": "mix", "eta": 0.5},
+    "mix-sig": {"gate": "pair", "pass": "mix", "signal": "mixroot"},
+    "pair-k8": {"gate": "pair", "kappa": 8.0},
+    "pair-k2": {"gate": "pair", "kappa": 2.0},
+}
+
+STATS: dict[str, dict] = {}
+
+
+class ProtoSampler:
+    def __init__(self, name: str, knobs: dict, per_tree: int = 2, check=None):
+        self.name, self.knobs, self.per_tree, self.check = name, knobs, per_tree, check
+        self.plans = self.root = self.placed = 0
+        self.mismatches = 0
+        self.alloc_s = 0.0
+
+    def grow(self, g: Grower, model) -> None:
+        f = g.forest
+        while g.remaining() > 0:
+            t0 = time.perf_counter()
+            p = proto_plan(f, self.per_tree * len(f.roots), self.knobs)
+            self.alloc_s += time.perf_counter() - t0
+            if self.check is not None:
+                theirs = self.check(f)
+                if theirs != p:
+                    self.mismatches += 1
+            self.plans += 1
+            per_tree = []
+            for t, allocs in enumerate(p):
+                starts = []
+                for v, b in allocs:
+                    starts += [v] * b
+                    self.placed += b
+                    if v == f.roots[t]:
+                        self.root += b
+                per_tree.append(starts)
+            if g.run(interleave(per_tree)) == 0:
+                break
+        STATS[self.name] = {"plans": self.plans, "root_share": self.root / max(1, self.placed),
+                            "mismatches": self.mismatches, "alloc_s": self.alloc_s}
+
+
+def leaf_advantages(forest) -> dict[int, float]:
+    """TreeRL per leaf: every finished leaf is a sample; node n's turn in each of its L leaves
+    carries (GA + LA)/√L, so in a token-summed loss the node weighs √L·(GA + LA)."""
+    return {v: a * forest.nodes[v].visits for v, a in forest.advantages().items()}
+
+
+def policy_update(model, opt, forest, prompts, advantage="treerl"):
+    if advantage != "treerl-leaf":
+        return ORIGINAL_UPDATE(model, opt, forest, prompts, advantage)
+    adv = leaf_advantages(forest)
+    if not adv:
+        return 0.0, 0
+    seqs, weights = forest.carriers(adv)
+    model.train()
+    loss = -T.weighted_log_prob(model, seqs, weights) / prompts
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    model.eval()
+    return float(loss.detach()), len(adv)
+
+
+ORIGINAL_UPDATE = T.policy_update
+
+
+def service_checker():
+    """The service's v3 plan of the same forest, as (node, branches) per tree."""
+    from allocator_client import AllocatorClient
+    from samplers import pack
+    client = AllocatorClient(None)
+
+    def check(f):
+        a = pack(f, f.nodes[f.nodes[f.roots[0]].children[0]].embedding.shape[0] if f.nodes[f.roots[0]].children else 64, "c")
+        client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
+                           a["terminal"], a["embedding"])
+        plan = client.plan(total_budget=2 * len(f.roots), min_per_tree=1)
+        out = []
+        for tree in plan["trees"]:
+            t = int(tree["id"][1:])
+            out.append([(f.tree_nodes[t][x["node"]], x["branches"]) for x in tree["allocations"]])
+        return out
+    return check
+
+
+def run_seed(args) -> list[dict]:
+    cfg_dict, names, check = args
+    torch.set_num_threads(1)
+    transformers.logging.set_verbosity_error()
+    cfg = T.Config(**cfg_dict)
+    table = T.eval_table(cfg)
+    prompts, model, info = T.seed_setup(cfg, table)
+    first = T.evaluate(model, prompts, cfg.eval_samples, table)
+    checker = service_checker() if check else None
+    out = []
+    for name in names:
+        if name in VARIANTS:
+            T.make_sampler = (lambda n, c, client, _k=VARIANTS[name], _n=name: ProtoSampler(_n, _k, c.trace_rollouts_per_tree, checker))
+        else:
+            T.make_sampler = ORIGINAL_MAKE
+        t0 = time.perf_counter()
+        r = T.train(cfg, name, prompts, model, table, first)
+        r["wall_s"] = time.perf_counter() - t0
+        r.update(STATS.pop(name, {}))
+        r["mixed"] = sum(s["mixed_groups"] for s in r["steps"]) / max(1, sum(s["scored_groups"] for s in r["steps"]))
+        r["start_success"] = first["success"]
+        del r["steps"]
+        print("seed %d %-12s final %.3f mixed %.3f root %.2f (%.0f s)%s" % (
+            cfg.seed, name, r["final_success"], r["mixed"], r.get("root_share", 1.0), r["wall_s"],
+            " mismatches %d/%d" % (r["mismatches"], r["plans"]) if check and name in VARIANTS else ""),
+            file=sys.stderr, flush=True)
+        out.append(r)
+    return out
+
+
+ORIGINAL_MAKE = T.make_sampler
+
+
+def report(runs: list[dict], names: list[str]) -> str:
+    by = {}
+    for r in runs:
+        by.setdefault(r["sampler"], {})[r["seed"]] = r
+    base = by.get("independent", {})
+    lines = ["| row | seeds | final % | Δ vs chains | mean % | mixed % | root share | wall s |", "|---|---|---|---|---|---|---|---|"]
+    for n in names:
+        rs = by.get(n, {})
+        seeds = sorted(rs)
+        fin = [rs[s]["final_success"] * 100 for s in seeds]
+        m, lo, hi = mean_ci(fin)
+        d = [rs[s]["final_success"] * 100 - base[s]["final_success"] * 100 for s in seeds if s in base]
+        dd = mean_ci(d) if len(d) >= 2 and n != "independent" else None
+        lines.append("| %s | %d | %.1f | %s | %.1f | %.1f | %.2f | %.0f |" % (
+            n, len(seeds), m, "%+.1f [%+.1f, %+.1f]" % dd if dd else "—",
+            sum(rs[s]["mean_success"] for s in seeds) / len(seeds) * 100,
+            sum(rs[s]["mixed"] for s in seeds) / len(seeds) * 100,
+            sum(rs[s].get("root_share", 1.0) for s in seeds) / len(seeds),
+            sum(rs[s]["wall_s"] for s in seeds) / len(seeds)))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--first-seed", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=12)
+    ap.add_argument("--variants", default="v3")
+    ap.add_argument("--baselines", default="independent")
+    ap.add_argument("--credit", default="treerl-leaf")
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--set", action="append", default=[])
+    args = ap.parse_args()
+    for item in args.set:
+        k, v = item.split("=", 1)
+        VARIANTS.update({k: json.loads(v)})
+    names = [n for n in args.baselines.split(",") if n] + args.variants.split(",")
+    cfg = asdict(T.Config(steps=args.steps, advantage=args.credit))
+    jobs = [({**cfg, "seed": s}, names, args.check) for s in range(args.first_seed, args.first_seed + args.seeds)]
+    runs: list[dict] = []
+    out = Path(args.out) if args.out else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(args.workers) as pool:
+        for rs in pool.map(run_seed, jobs):
+            runs += rs
+            if out:
+                (out / "runs.json").write_text(json.dumps({"variants": {n: VARIANTS.get(n) for n in names}, "runs": runs,
+                                                           "argv": sys.argv}, indent=1))
+                (out / "summary.md").write_text(report(runs, names) + "\n")
+    print(report(runs, names))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
