@@ -16,9 +16,7 @@ import numpy as np
 import torch
 
 from decode import Decoder
-from task import END, MAX_TURN_TOKENS, VOCAB, Prompt, live, prompt_tokens, step
-
-LOG_VOCAB = math.log(VOCAB)
+from tasks import CALCULATOR, Task
 
 
 @dataclass
@@ -40,13 +38,15 @@ class Node:
 
 
 class Forest:
-    def __init__(self, prompts: list[Prompt]):
+    def __init__(self, prompts: list, task: Task = CALCULATOR):
         self.prompts = prompts
+        self.task = task
+        self.log_vocab = math.log(task.vocab)
         self.nodes: list[Node] = []
         self.tree_nodes: list[list[int]] = []
         self.roots: list[int] = []
         for t, p in enumerate(prompts):
-            seq = prompt_tokens(p.start, p.target)
+            seq = task.prompt_tokens(p)
             # A root has no siblings, so its embedding never enters a contrast.
             self.roots.append(self._add(Node(t, -1, seq, (len(seq), len(seq)), p.start, 0, 0, embedding=np.zeros(0))))
 
@@ -62,11 +62,11 @@ class Forest:
 
     def add_turn(self, parent: int, turn: list[int], entropies: list[float], embedding: np.ndarray) -> int:
         p = self.nodes[parent]
-        out = step(self.prompts[p.tree], p.value, p.calls, turn)
+        out = self.task.step(self.prompts[p.tree], p.value, p.calls, turn)
         start = len(p.seq)
         node = Node(p.tree, parent, p.seq + turn + out.response, (start, start + len(turn)), out.value,
                     p.calls + (0 if out.done else 1), p.depth + 1,
-                    uncertainty=sum(entropies) / len(entropies) / LOG_VOCAB, embedding=embedding)
+                    uncertainty=sum(entropies) / len(entropies) / self.log_vocab, embedding=embedding)
         nid = self._add(node)
         if out.done:
             node.terminal = True
@@ -90,7 +90,7 @@ class Forest:
         n = self.nodes[nid]
         if n.terminal:
             return n.outcome == 0
-        return not live(self.prompts[n.tree].target, n.value, n.calls)
+        return not self.task.live(self.prompts[n.tree], n.value, n.calls)
 
     def advantages(self) -> dict[int, float]:
         """TreeRL: A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √visits(n), nodes with outcomes."""
@@ -207,7 +207,8 @@ class Grower:
             self.truncated += len(active)
             return 0
         self.runs += 1
-        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active])
+        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active], f.task.max_sequence)
+        end, cap = f.task.end, f.task.max_turn_tokens
         # Per row, the sum of the hidden states the current turn's tokens were decoded from.
         turn_hidden = torch.zeros_like(decoder.hidden) if self.embed else None
         began = min(len(active), self.remaining())
@@ -225,7 +226,7 @@ class Grower:
             ended = []  # rows whose turn ended and whose rollout goes on
             if self.embed:
                 turn_hidden = turn_hidden + decoder.hidden
-                done_rows = [r for r, (a, tok) in enumerate(zip(active, tokens)) if tok == END or len(a.turn) + 1 == MAX_TURN_TOKENS]
+                done_rows = [r for r, (a, tok) in enumerate(zip(active, tokens)) if tok == end or len(a.turn) + 1 == cap]
                 means = (turn_hidden[done_rows].double().cpu().numpy() if done_rows else None)
                 mean_of = {r: i for i, r in enumerate(done_rows)}
             self.used += take
@@ -235,7 +236,7 @@ class Grower:
                 a.tokens += 1
                 a.entropies.append(e)
                 chunk = [tok]
-                if tok == END or len(a.turn) == MAX_TURN_TOKENS:
+                if tok == end or len(a.turn) == cap:
                     embedding = means[mean_of[row]] / len(a.turn) if self.embed else empty
                     nid = f.add_turn(a.node, a.turn, a.entropies, embedding)
                     if f.nodes[nid].terminal:
