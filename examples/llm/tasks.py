@@ -2,6 +2,8 @@
 
 - `calculator` (`task.py`, the default and the committed run's): reach a target with calculator
   calls of 2–4 tokens; a fork there costs almost a whole chain.
+- `recipe` (`recipe.py`): make the prompt's calls, then find the last ones, with a plan before
+  every call; decided late, so a fork there costs a fraction of a chain.
 
 Everything else (trees, decoding, samplers, updates, evaluation) reads the task only through
 this interface.
@@ -13,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import recipe
 import task as calculator
 
 
@@ -52,7 +55,19 @@ CALCULATOR = Task(
     make_prompts=calculator.make_prompts, transcript=calculator.transcript,
 )
 
-TASKS = {t.name: t for t in (CALCULATOR,)}
+RECIPE = Task(
+    name="recipe", tokens=recipe.TOKENS, pad=recipe.PAD, bos=recipe.BOS, end=recipe.END,
+    max_turn_tokens=recipe.MAX_TURN_TOKENS, max_episode_tokens=recipe.MAX_EPISODE_TOKENS,
+    max_sequence=recipe.MAX_SEQUENCE, max_positions=recipe.MAX_POSITIONS, difficulties=recipe.DIFFICULTIES,
+    prompt_tokens=recipe.prompt_tokens, step=recipe.step, live=recipe.live,
+    make_prompts=recipe.make_prompts, transcript=recipe.transcript,
+    # 3072 generated tokens per step: a chain here is about 3 times the calculator's (35 tokens
+    # against 11.7), so a step keeps about as many chains (≈ 90) and TRACE rounds (≈ 6–7).
+    settings={"cpu": {"tokens_per_step": 3072},
+              "smoke": {"tokens_per_step": 480, "pretrain_steps": 50}},
+)
+
+TASKS = {t.name: t for t in (CALCULATOR, RECIPE)}
 
 
 def get_task(name: str) -> Task:
