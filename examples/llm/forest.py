@@ -175,6 +175,7 @@ def sample(logits: torch.Tensor, u: torch.Tensor) -> tuple[list[int], list[float
 class _Active:
     index: int  # the rollout's place in the `starts` of its run
     node: int
+    fork: bool  # started below a prompt (a fork), not at it (a fresh chain)
     tokens: int = 0  # generated so far by this rollout
     turn: list[int] = field(default_factory=list)
     entropies: list[float] = field(default_factory=list)
@@ -192,6 +193,9 @@ class Grower:
         self.truncated = 0
         self.runs = 0
         self.generate_s = 0.0
+        # Generated tokens of the rollouts that reached the episode's end (cut ones left out), for
+        # fresh chains and for forks: what a fork costs against a chain.
+        self.chain_rollouts = self.chain_tokens = self.fork_rollouts = self.fork_tokens = 0
 
     def remaining(self) -> int:
         return self.budget - self.used
@@ -202,7 +206,7 @@ class Grower:
         first; a cut rollout's partial turn is dropped). Returns how many took at least one token."""
         t0 = time.perf_counter()
         f = self.forest
-        active = [_Active(i, s) for i, s in enumerate(starts) if not f.nodes[s].terminal]
+        active = [_Active(i, s, f.nodes[s].parent >= 0) for i, s in enumerate(starts) if not f.nodes[s].terminal]
         if not active or self.remaining() <= 0:
             self.truncated += len(active)
             return 0
@@ -241,6 +245,12 @@ class Grower:
                     nid = f.add_turn(a.node, a.turn, a.entropies, embedding)
                     if f.nodes[nid].terminal:
                         self.finished += 1
+                        if a.fork:
+                            self.fork_rollouts += 1
+                            self.fork_tokens += a.tokens
+                        else:
+                            self.chain_rollouts += 1
+                            self.chain_tokens += a.tokens
                         chunks.append([])  # dropped below
                         continue
                     chunk += f.nodes[nid].seq[f.nodes[nid].span[1]:]  # the environment's answer

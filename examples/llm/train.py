@@ -111,7 +111,9 @@ def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "tr
 def tree_metrics(forest: Forest) -> dict:
     """Sibling groups with ≥ 2 finished children and how many of them are mixed (children's mean
     outcomes not all equal); the turn at which each failed rollout was lost (its first node from
-    which no continuation can earn the reward), counted by turn 1, 2, ..."""
+    which no continuation can earn the reward), counted by turn 1, 2, ...; and the generated
+    tokens of the failed rollouts, all of them and those from the turn it was lost at on (what
+    a fork at the last node where the episode was still winnable regenerates)."""
     scored = mixed = 0
     for n in forest.nodes:
         values = [forest.value(c) for c in n.children if forest.nodes[c].visits]
@@ -119,6 +121,7 @@ def tree_metrics(forest: Forest) -> dict:
             scored += 1
             mixed += max(values) > min(values)
     lost_at: dict[str, int] = {}
+    failed_tokens = decided_tokens = 0
     for leaf, n in enumerate(forest.nodes):
         if not n.terminal or n.outcome > 0:
             continue
@@ -127,10 +130,14 @@ def tree_metrics(forest: Forest) -> dict:
         while forest.nodes[v].parent >= 0:
             path.append(v)
             v = forest.nodes[v].parent
-        first = next(u for u in reversed(path) if forest.lost(u))
-        key = str(forest.nodes[first].depth)
+        first = next(i for i in range(len(path) - 1, -1, -1) if forest.lost(path[i]))
+        key = str(forest.nodes[path[first]].depth)
         lost_at[key] = lost_at.get(key, 0) + 1
-    return {"scored_groups": scored, "mixed_groups": mixed, "lost_at_turn": lost_at}
+        tokens = [forest.nodes[u].span[1] - forest.nodes[u].span[0] for u in path]  # leaf first
+        failed_tokens += sum(tokens)
+        decided_tokens += sum(tokens[: first + 1])
+    return {"scored_groups": scored, "mixed_groups": mixed, "lost_at_turn": lost_at,
+            "failed_tokens": failed_tokens, "tokens_from_lost_turn": decided_tokens}
 
 
 def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
@@ -178,6 +185,8 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
             per_step.append({"tokens": grower.used, "rollouts": grower.started, "finished": grower.finished,
                              "truncated": grower.truncated, "successes": successes, "nodes": len(forest.nodes),
                              "batches": grower.runs, "loss": loss, "update_nodes": nodes, **tree_metrics(forest),
+                             "chain_rollouts": grower.chain_rollouts, "chain_tokens": grower.chain_tokens,
+                             "fork_rollouts": grower.fork_rollouts, "fork_tokens": grower.fork_tokens,
                              **({"alpha": sampler.adam.alpha, "tau": sampler.adam.tau} if getattr(sampler, "adam", None) else {})})
             if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
                 last = evaluate(model, prompts, cfg.eval_samples, table, task)
