@@ -99,6 +99,20 @@ function expectSmokeInvariants(result: SmokeResult): void {
   }
 }
 
+/** Runs a Python snippet that prints "ok" when its asserts hold, with nothing on stderr. */
+function expectPythonOk(code: string): void {
+  const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+  try {
+    // importing torch writes caches under the temp folder: keep them inside ours.
+    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+    const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim()).toBe('ok');
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
 describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a GPT-2 policy (smoke run)', () => {
   it('trains with every sampler at exactly its token budget, TRACE following its plans under the rule each row asks for', () => {
     smokeRun([], (result, stdout, dir) => {
@@ -174,16 +188,7 @@ except ValueError:
     pass
 print("ok")
 `;
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      // importing torch writes caches under the temp folder: keep them inside ours.
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
-      expect(run.stderr).toBe('');
-      expect(run.stdout.trim()).toBe('ok');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    expectPythonOk(code);
   });
 });
 
@@ -265,15 +270,6 @@ loss, nodes = policy_update(model, torch.optim.Adam(model.parameters(), lr=1e-3)
 assert math.isfinite(loss) and loss != 0 and nodes > 0, (loss, nodes)
 print("ok")
 `;
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      // importing torch writes caches under the temp folder: keep them inside ours.
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
-      expect(run.stderr).toBe('');
-      expect(run.stdout.trim()).toBe('ok');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    expectPythonOk(code);
   });
 });

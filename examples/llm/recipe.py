@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass
 
 from task import (ALL_CALLS, ANSWER, BOS, DIGIT0, END, EQ, MAX_VALUE, PAD, S, T, TOKENS as CALCULATOR_TOKENS,
-                  TRANSCRIPT_CALLS, Turn, apply_call, call_tokens, fewest_calls, number, parse_action, reachable)
+                  TRANSCRIPT_CALLS, Turn, apply_call, call_tokens, fewest_calls, number, parse_action, quotas, reachable)
 
 # The calculator's 19 symbols (same ids) and the plan's end.
 TOKENS = CALCULATOR_TOKENS + [":"]
@@ -128,14 +128,11 @@ def _random_calls(rng: random.Random, value: int, count: int, limit: int = MAX_V
 def make_prompts(rng: random.Random, count: int, mix: tuple[float, ...] = (0.5, 0.5)) -> list[Prompt]:
     """`count` distinct prompts, `mix[d-1]` of them of difficulty d (largest remainder): a random
     start, a random recipe of 2 or 3 transcript calls ending at RECIPE_MAX_END or below, and a
-    target that d or d + 1 random
-    transcript calls reach from the recipe's end and no fewer than d do; in a seeded random order."""
-    quotas = [int(count * w) for w in mix]
-    for i in sorted(range(len(mix)), key=lambda i: -(count * mix[i] - quotas[i]))[: count - sum(quotas)]:
-        quotas[i] += 1
+    target that d or d + 1 random transcript calls reach from the recipe's end and no fewer than
+    d do; in a seeded random order."""
     prompts: list[Prompt] = []
     seen = set()
-    for difficulty, quota in zip(DIFFICULTIES, quotas):
+    for difficulty, quota in zip(DIFFICULTIES, quotas(count, mix)):
         made = 0
         while made < quota:
             start = rng.randint(1, 9)

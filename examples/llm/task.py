@@ -156,15 +156,20 @@ def fewest_calls(start: int, target: int, calls: tuple = tuple(TRANSCRIPT_CALLS)
     return None
 
 
+def quotas(count: int, mix: tuple[float, ...]) -> list[int]:
+    """`count` split by the shares `mix`, in whole numbers (largest remainder)."""
+    out = [int(count * w) for w in mix]
+    for i in sorted(range(len(mix)), key=lambda i: -(count * mix[i] - out[i]))[: count - sum(out)]:
+        out[i] += 1
+    return out
+
+
 def make_prompts(rng: random.Random, count: int, mix: tuple[float, ...] = (0.25, 0.5, 0.25)) -> list[Prompt]:
     """`count` distinct prompts, `mix[d-1]` of them of difficulty d (largest remainder), each made by
     random transcript calls from a random start, in a seeded random order."""
-    quotas = [int(count * w) for w in mix]
-    for i in sorted(range(len(mix)), key=lambda i: -(count * mix[i] - quotas[i]))[: count - sum(quotas)]:
-        quotas[i] += 1
     prompts: list[Prompt] = []
     seen = set()
-    for difficulty, quota in zip(DIFFICULTIES, quotas):
+    for difficulty, quota in zip(DIFFICULTIES, quotas(count, mix)):
         made = 0
         while made < quota:
             start = rng.randint(1, 9)
