@@ -216,7 +216,7 @@ def play(forest, tree, turns):
     return out
 
 prompts = R.make_prompts(random.Random(1), 32)
-assert sorted(p.difficulty for p in prompts) == [1] * 16 + [2] * 16, [p.difficulty for p in prompts]
+assert sorted(p.difficulty for p in prompts) == [1] * 20 + [2] * 12, [p.difficulty for p in prompts]
 assert all(len(p.recipe) in R.RECIPE_LENGTHS and p.recipe_end <= R.RECIPE_MAX_END for p in prompts)
 f = Forest(prompts, RECIPE)
 for t, p in enumerate(prompts):
