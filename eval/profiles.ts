@@ -27,7 +27,7 @@ export const FULL_ROWS: readonly AllocatorName[] = [
 /**
  * The quick run's rows: the default and its learned variant (the two the direction check
  * watches), both ablations, the rule it replaces, and the baselines it must not lose to (chains,
- * uniform expansion, knapsack) plus PUCT, which often leads; the treerl learner only.
+ * uniform expansion, knapsack) plus PUCT, which often leads; the treerl-leaf learner only.
  */
 export const QUICK_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v2', 'independent', 'uniform', 'knapsack', 'puct'];
 
@@ -35,16 +35,18 @@ export const QUICK_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', '
 export const ROBUSTNESS_ROWS: readonly AllocatorName[] = ['trace', 'trace-nocontrast', 'trace-outcome', 'trace-v2', 'independent', 'uniform', 'knapsack'];
 
 /**
- * full: seeds 1–100, both learners, every row, 200 evaluation episodes per curve point (one per
- * training step) and 1000 at the end. quick: the full run's first 40 seeds, treerl, the quick
- * rows, 100 and 400 episodes (training is identical seed for seed, the evaluation samples
- * fewer episodes). robustness: trie trees, seeds 101–140 (in neither run), both learners.
+ * full: seeds 1–100, both reported learners (treerl-leaf, grpo), every row, 200 evaluation
+ * episodes per curve point (one per training step) and 1000 at the end. quick: the full run's
+ * first 40 seeds, treerl-leaf, the quick rows, 100 and 400 episodes (training is identical seed
+ * for seed, the evaluation samples fewer episodes). robustness: trie trees, seeds 101–140 (in
+ * neither run), both reported learners. `--learner treerl` reproduces the committed runs, which
+ * were made with the earlier TreeRL learner.
  * Tuning seeds (1001 and up, `sweep.ts`; 2001 and up, `outside-loop.ts`) are in none of them.
  */
 export const PROFILES: Record<ProfileName, Profile> = {
-  full: { name: 'full', firstSeed: 1, seeds: 100, learners: ['treerl', 'grpo'], rows: FULL_ROWS, merge: false, evaluation: { evalEvery: 1, evalEpisodes: 200, finalEpisodes: 1000 } },
-  quick: { name: 'quick', firstSeed: 1, seeds: 40, learners: ['treerl'], rows: QUICK_ROWS, merge: false, evaluation: { evalEvery: 1, evalEpisodes: 100, finalEpisodes: 400 } },
-  robustness: { name: 'robustness', firstSeed: 101, seeds: 40, learners: ['treerl', 'grpo'], rows: ROBUSTNESS_ROWS, merge: true, evaluation: { evalEvery: 1, evalEpisodes: 200, finalEpisodes: 1000 } },
+  full: { name: 'full', firstSeed: 1, seeds: 100, learners: ['treerl-leaf', 'grpo'], rows: FULL_ROWS, merge: false, evaluation: { evalEvery: 1, evalEpisodes: 200, finalEpisodes: 1000 } },
+  quick: { name: 'quick', firstSeed: 1, seeds: 40, learners: ['treerl-leaf'], rows: QUICK_ROWS, merge: false, evaluation: { evalEvery: 1, evalEpisodes: 100, finalEpisodes: 400 } },
+  robustness: { name: 'robustness', firstSeed: 101, seeds: 40, learners: ['treerl-leaf', 'grpo'], rows: ROBUSTNESS_ROWS, merge: true, evaluation: { evalEvery: 1, evalEpisodes: 200, finalEpisodes: 1000 } },
 };
 
 /** Rows that run with more budget than the others: compute-equivalence references, kept out of the direction. */

@@ -2,7 +2,8 @@ import { budgetMultiplier, type AllocatorName } from './allocators/index.js';
 import type { EnvName } from './envs/index.js';
 import type { Learner, TrainConfig } from './train.js';
 
-export const LEARNERS: readonly Learner[] = ['treerl', 'grpo'];
+/** The learners a run can take: the two reported ones, then `treerl`, the committed evaluation's. */
+export const LEARNERS: readonly Learner[] = ['treerl-leaf', 'grpo', 'treerl'];
 
 /** What one (environment, learner) pair trains with. */
 export interface Task {
@@ -27,18 +28,21 @@ export interface Task {
  * Training steps per (environment, learner) at the budget below: long enough for the policy to
  * learn, short enough that the best allocators have not all saturated at 100%. GRPO learns
  * slower on navigation and the tool agent (its advantage is one number per rollout), so it
- * gets more steps there. Navigation's goals move every 10 training steps, so every run here
- * trains on one goal layout.
+ * gets more steps there. The published TreeRL learner (`treerl-leaf`) keeps `treerl`'s steps
+ * except on the tool agent, where it learns slower too: at `treerl`'s 3 steps independent
+ * chains reached 5% there, at 5 steps 31% (TRACE 50%), at 10 steps 89% (TRACE 92%, saturating;
+ * tuning seeds 1001–1008, 400 final episodes). Navigation's goals move every 10 training
+ * steps, so every run here trains on one goal layout.
  */
 const STEPS: Record<EnvName, Record<Learner, number>> = {
-  maze: { treerl: 4, grpo: 4 },
-  navigation: { treerl: 5, grpo: 10 },
-  dependency: { treerl: 5, grpo: 5 },
-  toolagent: { treerl: 3, grpo: 10 },
-  twochoice: { treerl: 5, grpo: 5 },
-  midchoice: { treerl: 4, grpo: 4 },
-  mixed: { treerl: 4, grpo: 4 },
-  twoclean: { treerl: 3, grpo: 3 },
+  maze: { 'treerl-leaf': 4, grpo: 4, treerl: 4 },
+  navigation: { 'treerl-leaf': 5, grpo: 10, treerl: 5 },
+  dependency: { 'treerl-leaf': 5, grpo: 5, treerl: 5 },
+  toolagent: { 'treerl-leaf': 5, grpo: 10, treerl: 3 },
+  twochoice: { 'treerl-leaf': 5, grpo: 5, treerl: 5 },
+  midchoice: { 'treerl-leaf': 4, grpo: 4, treerl: 4 },
+  mixed: { 'treerl-leaf': 4, grpo: 4, treerl: 4 },
+  twoclean: { 'treerl-leaf': 3, grpo: 3, treerl: 3 },
 };
 
 /**
@@ -48,6 +52,12 @@ const STEPS: Record<EnvName, Record<Learner, number>> = {
  * smaller. 16× makes independent chains learn at a comparable pace under both learners.
  */
 export const GRPO_RATE_FACTOR = 16;
+
+/**
+ * The published TreeRL learner's (`treerl-leaf`) learning rate relative to `treerl`'s. Like
+ * GRPO it averages over a tree's finished rollouts, so it takes GRPO's factor.
+ */
+export const TREERL_LEAF_RATE_FACTOR = GRPO_RATE_FACTOR;
 
 /**
  * The task table, used by the run, the sweep and the outside-loop check so that all three train
@@ -62,8 +72,9 @@ export const TASKS: Record<EnvName, Record<Learner, Task>> = Object.fromEntries(
     const base = { prompts: mixed ? 16 : 4, budgetPerStep: mixed ? 8192 : 2048, round: { perTree: 4, global: mixed } };
     const rate = mixed ? 4 : 1;
     return [env, {
-      treerl: { ...base, steps: STEPS[env].treerl, learningRate: rate },
+      'treerl-leaf': { ...base, steps: STEPS[env]['treerl-leaf'], learningRate: rate * TREERL_LEAF_RATE_FACTOR },
       grpo: { ...base, steps: STEPS[env].grpo, learningRate: rate * GRPO_RATE_FACTOR },
+      treerl: { ...base, steps: STEPS[env].treerl, learningRate: rate },
     }];
   }),
 ) as Record<EnvName, Record<Learner, Task>>;

@@ -17,9 +17,10 @@ import { exhaustedNodes, packRollouts } from '../eval/pack.js';
 import { TabularPolicy } from '../eval/policy.js';
 import { blockChecks, checkCommon, checkDirection, direction, overallStatus, pairedGap } from '../eval/direction.js';
 import { chainsMultiplier, formatEquivalence, needsAtLeast } from '../eval/equivalence.js';
-import { GRPO_RATE_FACTOR, LEARNERS, TASKS, trainConfig } from '../eval/settings.js';
+import { GRPO_RATE_FACTOR, LEARNERS, TASKS, TREERL_LEAF_RATE_FACTOR, trainConfig } from '../eval/settings.js';
 import { meanCi, t95 } from '../eval/stats.js';
-import { train, updatePolicy, updatePolicyGrpo } from '../eval/train.js';
+import { grpoUpdate, treerlNodeUpdate } from '../src/sim/learner.js';
+import { train } from '../eval/train.js';
 import { Grower, RolloutForest } from '../eval/tree.js';
 
 /** A seeded random walk: states, rewards and embeddings along the way. */
@@ -196,8 +197,10 @@ describe('settings and learners', () => {
       }
       expect(TASKS[e].treerl.learningRate).toBe(e === 'mixed' ? 4 : 1);
       expect(TASKS[e].grpo.learningRate).toBe(GRPO_RATE_FACTOR * TASKS[e].treerl.learningRate);
+      expect(TASKS[e]['treerl-leaf']).toEqual({ ...TASKS[e].treerl, learningRate: TREERL_LEAF_RATE_FACTOR * TASKS[e].treerl.learningRate, steps: e === 'toolagent' ? 5 : TASKS[e].treerl.steps });
     }
     expect(GRPO_RATE_FACTOR).toBe(16);
+    expect(LEARNERS).toEqual(['treerl-leaf', 'grpo', 'treerl']);
     const c = trainConfig('toolagent', 'grpo', 'trace', 7, small);
     expect([c.learner, c.steps, c.budgetPerStep, c.learningRate, c.prompts, c.merge]).toEqual(['grpo', 10, 2048, 16, 4, false]);
   });
@@ -212,13 +215,13 @@ describe('settings and learners', () => {
       for (let u = v; u >= 0; u = f.parent[u]) { f.visits[u]++; f.rewardSum[u] += r; }
     }
     const policy = new TabularPolicy(2, 4);
-    updatePolicyGrpo(policy, f, 1);
+    grpoUpdate(policy, f, 1);
     // Advantages / 3 rollouts: A +1/9, C −2/9, D +1/9; B carries C + D = −1/9. π uniform: ∇ log π(a|s) = onehot(a) − ¼.
     const expected = [1 / 9, -1 / 9, 0, 0, 0.25 / 9, 0.25 / 9, -2 / 9 + 0.25 / 9, 1 / 9 + 0.25 / 9];
     Array.from(policy.logits).forEach((x, i) => expect(x).toBeCloseTo(expected[i], 12));
     // TreeRL on the same tree moves B's branch differently (per-node advantages): the learners differ.
     const treerl = new TabularPolicy(2, 4);
-    updatePolicy(treerl, f, 1);
+    treerlNodeUpdate(treerl, f, 1);
     expect(Array.from(treerl.logits)).not.toEqual(Array.from(policy.logits));
   });
 });
@@ -318,7 +321,7 @@ describe('training pieces', () => {
     // Finish both by hand: success under the good key, failure under the bad one.
     f.terminal[good] = 1; f.terminal[bad] = 1;
     f.visits[good] = 1; f.rewardSum[good] = 1; f.visits[bad] = 1; f.visits[root] = 2; f.rewardSum[root] = 1;
-    updatePolicy(policy, f, 1);
+    treerlNodeUpdate(policy, f, 1);
     const p = policy.distribution(0);
     expect(p[(env as DependencyEnv).correctKey]).toBeGreaterThan(0.25);
     expect(p[((env as DependencyEnv).correctKey + 1) % 4]).toBeLessThan(0.25);

@@ -273,3 +273,66 @@ print("ok")
     expectPythonOk(code);
   });
 });
+
+describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches instead of hidden states', () => {
+  it('--set embedding=sketch sends each turn\'s token sketch (width 256 whatever the hidden size) and spends exactly the budget', () => {
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+    try {
+      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+      // hidden=32: a sketch row's width (256) differs from the hidden state's, so the service's dim tells which was sent.
+      const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'independent,trace', '--set', 'embedding=sketch',
+        '--set', 'hidden=32', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(run.status, run.stderr).toBe(0);
+      const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: (Run & { service_stats: { dim: number } })[] };
+      const trace = result.runs.find((r) => r.sampler === 'trace')!;
+      expect((trace.config as unknown as { embedding: string }).embedding).toBe('sketch');
+      expect(trace.service_stats.dim).toBe(256);
+      expect(trace.steps.map((s) => s.tokens)).toEqual(Array(trace.config.steps).fill(trace.config.tokens_per_step));
+      expect(trace.launched).toBe(trace.planned_branches);
+      expect(trace.plans!).toBeGreaterThan(2 * trace.config.steps);
+      expect(trace.service_stats.nodes).toBe(trace.last_forest_nodes);
+      // An unknown kind of embedding is refused by name.
+      const bad = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'embedding=words',
+        '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(bad.status).not.toBe(0);
+      expect(bad.stderr).toContain('embedding must be one of hidden, sketch');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it('packs a node\'s turn as trace_alloc.sketch.TokenSketch() of its generated tokens (a root as zeros)', () => {
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)}); sys.path.insert(0, ${JSON.stringify(`${root}python`)})
+import numpy as np
+from forest import Forest
+from samplers import pack
+from task import Prompt, ADD, MUL, END, DIGIT0
+from trace_alloc.sketch import TokenSketch
+f = Forest([Prompt(3, 24), Prompt(2, 9)])
+a = f.add_turn(f.roots[0], [MUL, DIGIT0 + 2, END], [0.1, 0.2, 0.3], np.zeros(0))
+b = f.add_turn(f.roots[0], [MUL, DIGIT0 + 3, END], [0.1, 0.2, 0.3], np.zeros(0))
+c = f.add_turn(f.roots[1], [ADD, DIGIT0 + 7, END], [0.1, 0.2, 0.3], np.zeros(0))
+s = TokenSketch()
+arrays = pack(f, s.width, "p", s)
+e = arrays["embedding"]
+assert e.shape == (5, 256) and e.dtype == np.float32, e.shape
+assert not e[0].any() and not e[3].any()  # the roots
+for row, turn in ((1, [MUL, DIGIT0 + 2, END]), (2, [MUL, DIGIT0 + 3, END]), (4, [ADD, DIGIT0 + 7, END])):
+    assert np.array_equal(e[row], s(turn)), row
+print("ok")
+`;
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+    try {
+      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
+      expect(run.stderr).toBe('');
+      expect(run.stdout.trim()).toBe('ok');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});

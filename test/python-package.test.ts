@@ -32,14 +32,14 @@ describe('the Python package (python/, pytest)', () => {
     // The installed package, not the source tree: run from the temp folder with only `target` on the path.
     // --basetemp: pytest's tmp_path folders stay inside this test's own temp folder.
     const run = spawnSync(PYTHON, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', '--rootdir', work, '--basetemp', join(work, 'pytest-tmp'), join(source, 'tests')], {
-      encoding: 'utf8', timeout: 480_000, cwd: work, env,
+      encoding: 'utf8', timeout: 900_000, cwd: work, env,
     });
     const summary = run.stdout.trim().split('\n').pop() ?? '';
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(summary).toMatch(/\b[1-9]\d* passed/); // pytest exits 5 when it collects nothing; this also guards that
     const which = spawnSync(PYTHON, ['-c', 'import trace_alloc, sys; print(trace_alloc.__file__)'], { encoding: 'utf8', cwd: work, env });
     expect(which.stdout).toContain(target);
-  }, 500_000);
+  }, 920_000);
 
   // The README's Python start, `pip install ./python`, from this very checkout: the wheel pip builds
   // records the checkout, so the client finds its built CLI from any folder, with no TRACE_ALLOC_BIN.

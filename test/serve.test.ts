@@ -113,3 +113,31 @@ describe('serve protocol (in process)', () => {
     s.destroy();
   });
 });
+
+describe('serve --stdio over a pipe', () => {
+  it('answers every line when the client writes megabytes at once and closes its end', async () => {
+    const { spawn } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+    // Lines that arrive faster than they are answered fill the reader's queue, so the pipe is
+    // throttled; it must be resumed (a throttled pipe left stopped ended the service at the next
+    // empty event loop, exit 0, with hundreds of lines unanswered).
+    // About 7 MB of lines: 60 trees of 300 nodes (embeddings as JSON numbers), each planned.
+    let seed = 1;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const requests: string[] = [];
+    for (let t = 0; t < 60; t++) {
+      const nodes = [{ embedding: Array.from({ length: 16 }, rand) }, ...Array.from({ length: 300 }, (_, j) => ({ parent: Math.floor(rand() * (j + 1)), embedding: Array.from({ length: 16 }, rand), visits: 1, reward: rand() }))];
+      requests.push(JSON.stringify({ id: 2 * t, op: 'add-tree', tree: { id: `t${t}`, nodes } }), JSON.stringify({ id: 2 * t + 1, op: 'plan', budget: 8 }));
+    }
+    const child = spawn(process.execPath, [cli, 'serve', '--stdio', '--backend', 'cpu'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    const exit = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.end(requests.map((r) => `${r}\n`).join(''));
+    expect(await exit).toBe(0);
+    const lines = Buffer.concat(out).toString('utf8').trim().split('\n');
+    expect(lines).toHaveLength(requests.length);
+    expect(lines.map((l) => JSON.parse(l).id)).toEqual(requests.map((_, i) => i));
+  }, 120_000);
+});

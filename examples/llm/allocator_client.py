@@ -45,6 +45,15 @@ def learner():
     return learn
 
 
+def token_sketch():
+    """The package's default token sketch (`trace_alloc.sketch.TokenSketch()`): the turn embedding
+    of `--set embedding=sketch`, as a trainer without hidden states would send it."""
+    _load_package()
+    from trace_alloc.sketch import TokenSketch  # type: ignore
+
+    return TokenSketch()
+
+
 class AllocatorClient:
     """A live forest in one `serve --stdio` process, kept equal to the trainer's trees by `sync_forest`."""
 

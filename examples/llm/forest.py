@@ -8,8 +8,10 @@ which stops when the step's budget is spent: no sampler can spend more, and each
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -17,6 +19,13 @@ import torch
 
 from decode import Decoder
 from tasks import CALCULATOR, Task
+
+# The published credits' formulas live once, in the package (python/trace_alloc/advantages.py).
+_PACKAGE = Path(__file__).resolve().parents[2] / "python"
+if (_PACKAGE / "trace_alloc").is_dir() and str(_PACKAGE) not in sys.path:
+    sys.path.insert(0, str(_PACKAGE))
+from trace_alloc import TreeValues  # noqa: E402
+from trace_alloc.advantages import sample_standardized, treerl_leaf_advantages  # noqa: E402
 
 
 @dataclass
@@ -117,6 +126,57 @@ class Forest:
             if a != 0:
                 out[nid] = a
         return out
+
+    # The published credits. Both papers train on every finished leaf: the loss is the sum, over
+    # the tree's finished rollouts, of the advantage on every turn of the rollout's path, and here
+    # it is averaged over the tree's rollouts (each prompt weighs the same, as in the reference
+    # gradient of gradient_study.py and in `grpo_advantages`). A turn shared by L leaves appears in
+    # L of the sums, so its weight is the sum of its L per-leaf values; the gradient is then the
+    # per-leaf loss's exactly, computed on one carrier per subtree (`carriers`).
+
+    def treerl_leaf_advantages(self) -> dict[int, float]:
+        """TreeRL as published (Hou et al. 2025): on every finished leaf through node n, n's turn
+        carries A(n) = (GA(n) + LA(n)) / √L(n), GA = V(n) − V(root), LA = V(n) − V(parent
+        segment), L(n) the finished leaves below n (its visits). Weight of n: L(n)·A(n) =
+        √L(n)·(GA + LA), over the tree's finished leaves."""
+        out = {}
+        for tree, nodes in enumerate(self.tree_nodes):
+            local = {v: i for i, v in enumerate(nodes)}
+            visits = np.array([self.nodes[v].visits for v in nodes])
+            values = TreeValues(str(tree), np.array([local.get(self.nodes[v].parent, -1) for v in nodes]),
+                                np.array([self.nodes[v].reward_sum for v in nodes]) / np.maximum(visits, 1), visits,
+                                np.zeros(len(nodes)), np.array([self.nodes[v].terminal for v in nodes]))
+            for nid, a, n_leaves in zip(nodes, treerl_leaf_advantages(values), visits):
+                if a != 0:
+                    out[nid] = float(n_leaves * a / visits[0])
+        return out
+
+    def tree_grpo_leaf_advantages(self) -> dict[int, float]:
+        """Tree-GRPO as published (Ji et al. 2025): each finished leaf gets A = A_intra + A_inter,
+        (R − mean)/(sample std + 1e-6) over the leaves under its first turn (a rollout started at
+        the prompt is a new Tree-GRPO tree; a group of one gives 0) and over the prompt's leaves;
+        every turn of its path carries A. Weight of a node: the sum of A over the finished leaves
+        below it, over the tree's finished leaves."""
+        leaf_adv: dict[int, float] = {}
+        for tree, nodes in enumerate(self.tree_nodes):
+            leaves = [v for v in nodes if self.nodes[v].terminal]
+            groups: dict[int, list[int]] = {}
+            for leaf in leaves:
+                first = leaf
+                while self.nodes[self.nodes[first].parent].parent >= 0:
+                    first = self.nodes[first].parent
+                groups.setdefault(first, []).append(leaf)
+            for members in [leaves, *groups.values()]:
+                for leaf, a in zip(members, sample_standardized([self.nodes[v].outcome for v in members])):
+                    leaf_adv[leaf] = leaf_adv.get(leaf, 0.0) + a
+        out: dict[int, float] = {}
+        for leaf, a in leaf_adv.items():
+            root = self.nodes[self.roots[self.nodes[leaf].tree]]
+            v = leaf
+            while self.nodes[v].parent >= 0:
+                out[v] = out.get(v, 0.0) + a / root.visits
+                v = self.nodes[v].parent
+        return {v: w for v, w in out.items() if w != 0}
 
     def carriers(self, weights: dict[int, float]) -> tuple[list[list[int]], list[list[float]]]:
         """Sequences that hold every weighted node's turn, and per-token weights on them.

@@ -10,6 +10,8 @@
   for, and `branches` new rollouts started at each allocated node, each to the episode's end
   (the plan's `depth` is not used: every rollout must reach a verifiable outcome). With `learn`,
   α and τ are ascended after each step from the gains of the rollouts each round placed.
+  `embedding="sketch"` sends each turn's token sketch (`trace_alloc.sketch`, what a trainer
+  whose generator returns no hidden states sends) instead of its mean hidden state.
 
 The tree samplers' settings (2 chains, 2 forks, 2 rollouts per fork) are those of `eval/`, set
 once and not tuned.
@@ -22,7 +24,7 @@ import time
 
 import numpy as np
 
-from allocator_client import AllocatorClient, learner
+from allocator_client import AllocatorClient, learner, token_sketch
 from forest import Forest, Grower
 
 
@@ -96,8 +98,13 @@ class EntropySampler:
                 break
 
 
-def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
-    """The forest as the columnar arrays of the binary input (one row per node, trees in order)."""
+EMBEDDINGS = ("hidden", "sketch")
+
+
+def pack(f: Forest, dim: int, prefix: str = "p", sketch=None) -> dict:
+    """The forest as the columnar arrays of the binary input (one row per node, trees in order).
+    With `sketch` (a `TokenSketch` of width `dim`), a node's embedding is its turn's token sketch
+    (one batched call over the forest's turns) instead of its mean hidden state."""
     order = [v for nodes in f.tree_nodes for v in nodes]
     local = {}
     for nodes in f.tree_nodes:
@@ -112,7 +119,8 @@ def pack(f: Forest, dim: int, prefix: str = "p") -> dict:
         "visits": np.array([x.visits for x in n], dtype=np.int64),
         "uncertainty": np.array([x.uncertainty for x in n], dtype=np.float64),
         "terminal": np.array([x.terminal for x in n], dtype=bool),
-        "embedding": np.stack([x.embedding if x.parent >= 0 else np.zeros(dim) for x in n]).astype(np.float32),
+        "embedding": (sketch.batch([x.seq[x.span[0]:x.span[1]] for x in n]) if sketch is not None  # a root's turn is empty: 0
+                      else np.stack([x.embedding if x.parent >= 0 else np.zeros(dim) for x in n]).astype(np.float32)),
     }
 
 
@@ -154,8 +162,12 @@ def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:
 
 
 class TraceSampler:
-    def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False):
+    def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False,
+                 embedding: str = "hidden"):
+        if embedding not in EMBEDDINGS:
+            raise ValueError("embedding must be one of %s, got %r" % (", ".join(EMBEDDINGS), embedding))
         self.name, self.client, self.per_tree, self.learn = name, client, rollouts_per_tree, learn
+        self.sketch = token_sketch() if embedding == "sketch" else None
         self.adam = AlphaTauAdam() if learn else None
         self.allocator_s = 0.0
         self.planned_branches = 0
@@ -174,7 +186,7 @@ class TraceSampler:
         prefix = "s%d-p" % self.steps
         while g.remaining() > 0:
             t1 = time.perf_counter()
-            arrays = pack(f, model.config.n_embd, prefix)
+            arrays = pack(f, self.dim(model), prefix, self.sketch)
             self.client.sync_forest(arrays["ids"], arrays["tree_offset"], arrays["parent"], arrays["reward"],
                                        arrays["visits"], arrays["uncertainty"], arrays["terminal"],
                                        arrays["embedding"])
@@ -210,6 +222,10 @@ class TraceSampler:
                 break
         if self.learn:
             self._update(f, rounds, prefix)
+
+    def dim(self, model) -> int:
+        """The embedding width sent: the policy's hidden size, or the sketch's width."""
+        return self.sketch.width if self.sketch is not None else model.config.n_embd
 
     def _update(self, f: Forest, rounds, prefix: str) -> None:
         t0 = time.perf_counter()

@@ -46,9 +46,14 @@ class Config:
     eval_every: int = 10
     eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
-    # The update's advantages: "treerl" (per node, the committed run) or "grpo" (per rollout,
-    # reward minus its tree's mean, on every turn of its path; what GRPO trainers use).
-    advantage: str = "treerl"
+    # The update's credit, one of ADVANTAGES: the published per-leaf credits "treerl-leaf"
+    # (TreeRL's, the default) and "tree-grpo-leaf" (Tree-GRPO's), "grpo" (per rollout, reward
+    # minus its tree's mean), or "treerl" (per node, counted once: the committed runs' credit;
+    # `--set advantage=treerl` reproduces them). results/credit/ has the measurements.
+    advantage: str = "treerl-leaf"
+    # The TRACE rows' turn embeddings: "hidden" (the mean hidden state, the committed run) or "sketch"
+    # (the turn's token sketch, trace_alloc.sketch: what a generator without hidden states gives).
+    embedding: str = "hidden"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -91,11 +96,21 @@ def evaluate(model, prompts: list, samples: int, table: torch.Tensor, task: Task
     return {"success": sum(wins) / len(wins), "by_difficulty": by}
 
 
-def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl") -> tuple[float, int]:
+# Per credit, the node weights A(n) of the update (forest.py says what each is).
+ADVANTAGES = {"treerl": Forest.advantages, "grpo": Forest.grpo_advantages,
+              "treerl-leaf": Forest.treerl_leaf_advantages, "tree-grpo-leaf": Forest.tree_grpo_leaf_advantages}
+
+
+def node_weights(forest: Forest, advantage: str) -> dict[int, float]:
+    """The weight of every node's turn in the update under the credit named `advantage`."""
+    if advantage not in ADVANTAGES:
+        raise ValueError("advantage must be one of %s, got %r" % (", ".join(ADVANTAGES), advantage))
+    return ADVANTAGES[advantage](forest)
+
+
+def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf") -> tuple[float, int]:
     """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used)."""
-    if advantage not in ("treerl", "grpo"):
-        raise ValueError("advantage must be 'treerl' or 'grpo', got %r" % advantage)
-    adv = forest.advantages() if advantage == "treerl" else forest.grpo_advantages()
+    adv = node_weights(forest, advantage)
     if not adv:
         return 0.0, 0
     seqs, weights = forest.carriers(adv)
@@ -147,7 +162,7 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
         return UniformSampler(random.Random(cfg.seed * 13 + 5))
     if name == "entropy":
         return EntropySampler()
-    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned")
+    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding)
 
 
 def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,
@@ -170,7 +185,8 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
             t0 = time.perf_counter()
             batch = [prompts[(step * cfg.prompts_per_step + i) % len(prompts)] for i in range(cfg.prompts_per_step)]
             forest = Forest(batch, task)
-            grower = Grower(forest, model, uniforms, budget)
+            # Sketched TRACE rows record no hidden state (the same tokens are sampled either way).
+            grower = Grower(forest, model, uniforms, budget, embed=getattr(sampler, "sketch", None) is None)
             sampler.grow(grower, model)
             t1 = time.perf_counter()
             loss, nodes = policy_update(model, opt, forest, len(batch), cfg.advantage)
@@ -201,7 +217,7 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
             result["final_success_check"] = evaluate(model, prompts, cfg.eval_samples, check_table, task)["success"]
         if isinstance(sampler, TraceSampler):
             # One more sync, outside the timed steps: the service must hold the last forest exactly.
-            a = pack(forest, model.config.n_embd, "s%d-p" % sampler.steps)
+            a = pack(forest, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch)
             client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                                a["terminal"], a["embedding"])
             result.update({

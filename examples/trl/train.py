@@ -116,8 +116,10 @@ def run_sampler(name: str, cfg: Config, base_model, tok, dataset, prompts, budge
             calls["n"] += 1
             return Budget(tokens=budgets[calls["n"] - 1])
 
+        # The committed run's credit, named so that it reproduces whatever trace_alloc.advantages' defaults become.
         rollout = TraceRolloutFunc(ta, generate, env_step, prepare=prepare, dim=cfg.hidden, max_turn_tokens=MAX_TURN_TOKENS,
                                    budget=budget, attach_advantages=name == "trace-treerl", seed=cfg.seed,
+                                   advantage="treerl", share="split",
                                    rollouts_per_round=lambda trees: cfg.rollouts_per_tree_per_round * trees)
     torch.manual_seed(cfg.seed * 1009 + 7)
     trainer_class = TreeGRPOTrainer if name == "trace-treerl" else GRPOTrainer

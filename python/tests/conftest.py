@@ -93,3 +93,15 @@ def require_trl():
             pytest.fail("trl, torch and transformers are required here (TRACE_ALLOC_REQUIRE_TRL=1): %s" % err)
         pytest.skip("trl is not installed (%s)" % err)
     return trl
+
+
+def require_ray():
+    """ray, or a skip; a failure where TRACE_ALLOC_REQUIRE_RAY=1 (CI installs it)."""
+    try:
+        import ray
+    except ImportError as err:
+        if os.environ.get("TRACE_ALLOC_REQUIRE_RAY") == "1":
+            pytest.fail("ray is required here (TRACE_ALLOC_REQUIRE_RAY=1) but not installed: %s" % err)
+        pytest.skip("ray is not installed (%s)" % err)
+    return ray
+

@@ -109,3 +109,103 @@ def test_bad_options_are_refused(service):
     with pytest.raises(TraceAllocError):
         rollout_func(service, 10, share="half")
     assert np.isfinite(rollout_func(service, 10).driver.max_turn_tokens)
+
+
+# -- the supported TRL range, and the one private hook -------------------------------------------
+
+def test_supported_trl_versions_pass_and_others_are_refused_naming_both(monkeypatch):
+    from trace_alloc.trl import OVERRIDE_ENV, SUPPORTED_TRL, check_trl_version
+
+    monkeypatch.delenv(OVERRIDE_ENV, raising=False)
+    for ok in ("1.13.0", "1.13.7", "1.13.1.dev0", None):  # None: trl not installed, the module still imports
+        check_trl_version(ok)
+    for bad in ("1.12.9", "1.14.0", "2.0.0", "0.29.1", "main"):
+        with pytest.raises(TraceAllocError) as info:
+            check_trl_version(bad)
+        assert info.value.code == "unsupported_version" and info.value.field == "trl"
+        assert "trl %s is installed" % bad in str(info.value) and SUPPORTED_TRL in str(info.value)
+        assert OVERRIDE_ENV in str(info.value) and "pip install 'trl%s'" % SUPPORTED_TRL in str(info.value)
+    monkeypatch.setenv(OVERRIDE_ENV, "1")
+    check_trl_version("1.14.0")
+
+
+def test_importing_the_module_under_an_unsupported_trl_raises_unless_overridden():
+    import os
+    import subprocess
+    import sys
+
+    import trace_alloc
+    from trace_alloc.trl import OVERRIDE_ENV
+
+    package_dir = os.path.dirname(os.path.dirname(trace_alloc.__file__))
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from importlib import metadata\n"
+            "real = metadata.version\n"
+            "metadata.version = lambda name: '1.14.0' if name == 'trl' else real(name)\n"
+            "import trace_alloc.trl\n"
+            "print('imported')\n" % package_dir)
+    env = {k: v for k, v in os.environ.items() if k != OVERRIDE_ENV}
+    refused = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert refused.returncode != 0
+    assert "TraceAllocError: unsupported_version: trl 1.14.0 is installed" in refused.stderr
+    allowed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, OVERRIDE_ENV: "1"})
+    assert allowed.returncode == 0 and allowed.stdout.strip() == "imported", allowed.stderr
+
+
+def test_the_trl_extra_declares_the_supported_range():
+    import pathlib
+    import re
+
+    from trace_alloc.trl import SUPPORTED_TRL
+
+    pyproject = (pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    extra = re.search(r"^trl = \[(.*)\]$", pyproject, re.M)
+    assert extra is not None, "pyproject.toml has no trl extra"
+    assert '"trl%s"' % SUPPORTED_TRL in extra.group(1)
+
+
+def test_the_rollout_function_takes_the_package_default_credit(service):
+    from trace_alloc import TreeRollout
+
+    default = TreeRollout(service, None, toy.step, max_turn_tokens=2).advantage
+    assert rollout_func(service, 10).driver.advantage == default  # no literal of its own
+    assert rollout_func(service, 10, advantage="tree-grpo").driver.advantage == "tree-grpo"
+
+
+def fake_grpo_trainer(torch, returns_advantages=True):
+    """A stand-in for TRL's GRPOTrainer with the private hook TreeGRPOTrainer overrides."""
+    class FakeGRPOTrainer:
+        def __init__(self, rollout_func=None, loss_type="dapo"):
+            self.rollout_func, self.loss_type = rollout_func, loss_type
+
+        def _generate_and_score_completions(self, inputs):
+            out = {"completion_ids": torch.ones((2, 3), dtype=torch.long)}
+            if returns_advantages:
+                out["advantages"] = torch.tensor([0.5, -0.5])
+            return out
+    return FakeGRPOTrainer
+
+
+def test_the_private_hook_is_checked_and_replaced_in_one_place(service):
+    from conftest import require_torch
+    from trace_alloc.trl import PRIVATE_HOOK, _tree_trainer_class
+
+    torch = require_torch()
+    func = rollout_func(service, 10, attach_advantages=True)
+    func.last_token_advantages = [[0.25, 0.0], [1.0, 2.0, 3.0]]
+    trainer = _tree_trainer_class(fake_grpo_trainer(torch))(rollout_func=func)
+    out = getattr(trainer, PRIVATE_HOOK)(None)
+    assert out["advantages"].tolist() == [[0.25, 0.0, 0.0], [1.0, 2.0, 3.0]]  # (B, T): the tree's, per token
+
+    class NoHook:
+        pass
+    with pytest.raises(TraceAllocError) as info:
+        _tree_trainer_class(NoHook)
+    assert info.value.code == "unsupported_version" and PRIVATE_HOOK in str(info.value)
+    trainer = _tree_trainer_class(fake_grpo_trainer(torch, returns_advantages=False))(rollout_func=func)
+    with pytest.raises(TraceAllocError) as info:
+        getattr(trainer, PRIVATE_HOOK)(None)
+    assert info.value.code == "unsupported_version" and "returned no advantages" in str(info.value)
+    with pytest.raises(TraceAllocError) as info:
+        _tree_trainer_class(fake_grpo_trainer(torch))(rollout_func=func, loss_type="grpo")
+    assert info.value.field == "loss_type"

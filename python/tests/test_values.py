@@ -43,3 +43,28 @@ def test_pipeline_answers_in_order_and_raises_the_first_rejection_after_reading_
     with pytest.raises(TraceAllocError) as info:
         service.pipeline([{"op": "update", "tree": "a", "node": 1, "reward": float("nan")}])
     assert info.value.field == "reward"
+
+
+@pytest.mark.parametrize("field,bad", [("reward", None), ("uncertainty", None), ("visits", None), ("reward", "1"), ("parent", 0.5), ("terminal", None)])
+def test_values_refuses_a_null_instead_of_making_it_nan(field, bad):
+    # A service that sent null (what JSON makes of NaN) must not become a silent NaN in numpy.
+    tree = {"id": "q", "parent": [-1, 0, 0], "reward": [1.0, 0.5, 0.0], "visits": [2, 1, 1], "uncertainty": [0.0, 0.0, 0.0],
+            "terminal": [False, False, False]}
+    tree[field] = list(tree[field])
+    tree[field][1] = bad
+    with pytest.raises(TraceAllocError) as info:
+        TreeValues.from_json(tree)
+    assert (info.value.tree, info.value.node, info.value.field) == ("q", 1, field)
+    assert "field \"%s\"" % field in str(info.value)
+    good = TreeValues.from_json({**tree, field: [-1, 0, 0] if field == "parent" else [False] * 3 if field == "terminal" else [1, 0.5, 0]})
+    assert good.nodes == 3 and np.isfinite(good.reward).all()
+
+
+def test_values_of_extreme_rewards_are_finite_end_to_end(service):
+    # finish_rollout with rewards at the ends of the float64 range: the running mean stays finite.
+    service.add_tree("q", [{"embedding": [1, 0]}, {"parent": 0, "reward": 1.0, "visits": 1, "embedding": [1, 0.01]},
+                           {"parent": 0, "reward": 0.0, "visits": 1, "embedding": [0, 1]}])
+    for reward in (-1.7e308, 1.7e308, -1.7e308):
+        service.finish_rollout("q", reward, leaf=1)
+    (q,) = service.values()
+    assert np.isfinite(q.reward).all() and q.visits.tolist() == [3, 4, 1]

@@ -14,7 +14,7 @@ and tree advantages (python/README.md, "The whole loop"); `trace_alloc.trl` plug
 from ._client import DEFAULT_TIMEOUT, Service, find_command
 from ._columns import ForestArrays, check_forest, save_npz
 from ._errors import TraceAllocError
-from ._plan import Allocation, GroupScore, NodeScore, Params, Plan, TreePlan
+from ._plan import Allocation, GroupScore, NodeScore, Params, Placement, Plan, TreePlan
 from ._values import TreeValues
 from .advantages import TreeAdvantages
 from .driver import RolloutResult, TreeRollout
@@ -22,7 +22,7 @@ from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .tree import RolloutTree, Trajectory, TreeNode
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "Allocation", "Budget", "EnvStep", "ForestArrays", "GroupScore", "NodeScore", "Params", "Plan", "Prompt",
+    "DEFAULT_TIMEOUT", "Allocation", "Budget", "EnvStep", "ForestArrays", "GroupScore", "NodeScore", "Params", "Placement", "Plan", "Prompt",
     "Request", "RolloutResult", "RolloutTree", "Service", "TraceAllocError", "Trajectory", "TreeAdvantages", "TreeNode",
     "TreePlan", "TreeRollout", "TreeValues", "Turn", "check_forest", "find_command", "save_npz",
 ]

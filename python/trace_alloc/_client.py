@@ -20,7 +20,7 @@ from ._columns import (ArrayLike, NpzPayload, StreamedPayload, arrow_table, chec
                        rows_arrow_stream, rows_npz_bytes)
 from ._deadline import Deadline
 from ._errors import TraceAllocError
-from ._plan import Plan
+from ._plan import Placement, Plan
 from ._values import TreeValues
 
 __all__ = ["DEFAULT_TIMEOUT", "Service", "find_command"]
@@ -443,6 +443,17 @@ class Service:
         return self.request("plan", budget=budget, totalBudget=total_budget, minPerTree=min_per_tree,
                             scores=True if scores else None, trees=None if trees is None else list(trees),
                             changed=True if changed else None, **extra)
+
+    def place(self, count: int, total_budget: int, release: Sequence[int] = (), min_per_tree: Optional[int] = None,
+              **options: Any) -> List[Placement]:
+        """Continuous placement (docs/PROTOCOL.md, `place`): releases the slots of the rollouts whose
+        tickets are in `release`, plans the round of `total_budget` rollouts (the number the driver
+        keeps running) with the evidence the service holds now, and returns `count` new rollouts,
+        each at the node where that plan wants the most rollouts beyond those running there."""
+        extra = {_camel(k): v for k, v in options.items()}
+        result = self.request("place", count=count, totalBudget=total_budget, minPerTree=min_per_tree,
+                              release=[int(t) for t in release] if release else None, **extra)
+        return [Placement(p["tree"], int(p["node"]), int(p["depth"]), int(p["ticket"])) for p in result["placements"]]
 
     def global_shares(self, tree_floor: Optional[float] = None) -> Dict[str, Any]:
         """Phase 1 of a global budget over sharded services: liveness and weight of each tree

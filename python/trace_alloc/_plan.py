@@ -16,6 +16,21 @@ class Allocation:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """One rollout to start now (continuous placement, `Service.place`): from node `node` of tree
+    `tree`, with the plan's `depth` there; give `ticket` back (`release`) when the rollout ends."""
+    tree: str
+    node: int
+    depth: int
+    ticket: int
+
+    @property
+    def affinity(self) -> str:
+        """`"<tree>/<node>"`: rollouts with one key share their whole prefix (route them to one engine)."""
+        return "%s/%d" % (self.tree, self.node)
+
+
+@dataclass(frozen=True)
 class NodeScore:
     node: int
     contrast: float

@@ -1,31 +1,80 @@
-"""Tree advantages: TreeRL's per node, Tree-GRPO's per leaf (intra-tree, inter-tree, or both),
+"""Tree advantages — TreeRL's and Tree-GRPO's as published, and the package's earlier forms —
 and their spread over the tokens of the trajectories a trainer trains on.
 
-- `treerl` (Hou et al. 2025): for every non-root node with finished rollouts through it,
-  A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √N(n), V the mean outcome of the rollouts
-  through the node and N their number (what the service backed up); 0 elsewhere.
-- `tree-grpo-intra`, `tree-grpo-inter`, `tree-grpo` (Ji et al. 2025): per finished trajectory
-  with outcome R, A = (R − μ_g)/σ_g over a group g of finished trajectories (σ the population
-  standard deviation; A = 0 when σ = 0). Tree-GRPO grows several trees per prompt, each from
-  one first chain; here one tree per prompt holds them all, each under one child of the root.
-  So the *intra-tree* group of a trajectory is the finished trajectories under the same child
-  of the root (Tree-GRPO's tree), the *inter-tree* group all finished trajectories of the
-  prompt, and `tree-grpo` is their sum, as in the paper. Unfinished trajectories get 0.
+The published credits (the defaults, `DEFAULT_METHOD` and `DEFAULT_SHARE`)
+---------------------------------------------------------------------------
 
-Token spread (`TreeAdvantages.tokens`): a token of node n's turn carries its node's advantage
-(TreeRL) or its trajectory's (Tree-GRPO), times a share weight. Trainers train on leaf
-trajectories, and a node shared by c(n) of the trajectories trained on appears c(n) times; with
-`share="split"` (the default) each copy carries 1/c(n) of it, so every node counts once in a
-token-summed loss however many trajectories pass through it; `share="repeat"` keeps the full
-value on every copy (the papers' own weighting when every leaf of the tree is trained on).
-Environment tokens and the tokens of a cut turn carry 0.
+Both papers make every finished leaf of the tree one training sample (its path from the prompt
+to the leaf, prefix and all), so a turn shared by L leaves is trained on L times.
+
+- `treerl-leaf` — TreeRL (Hou et al. 2025, arXiv 2506.11902, the process supervision of its
+  method section; THUDM/TreeRL). For a node n with L(n) finished leaves below it (n's own
+  rollout included; here L(n) is the node's `visits`, the finished rollouts through it):
+
+      V(n)  = mean outcome of the L(n) leaves        (the root: of every leaf of the prompt)
+      GA(n) = V(n) − V(root)                          global advantage
+      LA(n) = V(n) − V(parent segment of n)           local advantage
+      A(n)  = (GA(n) + LA(n)) / √L(n)
+
+  and every token of n's turn, in every leaf trajectory through n, carries A(n). Summed over the
+  L(n) copies a shared node weighs √L(n)·(GA + LA): forking below a node *raises* its weight.
+  TreeRL's tree nodes are the token segments between forking points (its search forks a chain
+  at high-entropy tokens); ours are whole turns, and an unforked run of turns is one TreeRL
+  segment. So n's parent segment is its nearest proper ancestor with more leaves than n (the
+  node where the path last forked into branches that both finished), the root when there is
+  none; inside a run every turn has the run's V, L, GA and LA. (A turn-by-turn LA would give 0
+  to every turn after a run's first, since they share V.)
+- `tree-grpo-leaf` — Tree-GRPO (Ji et al. 2025, arXiv 2509.21240, its tree-based advantage
+  estimation; the reference code's "tree" estimator). Per finished trajectory i with outcome R_i:
+
+      A_intra(i) = (R_i − mean_T R) / (std_T R + 1e-6)   over the finished trajectories of i's tree T
+      A_inter(i) = (R_i − mean_P R) / (std_P R + 1e-6)   over every finished trajectory of the prompt P
+      A(i)       = A_intra(i) + A_inter(i)
+
+  std is the sample standard deviation (n − 1), as the reference code's GRPO estimator takes it;
+  every token of trajectory i carries A(i). Tree-GRPO grows M trees per prompt, each from one
+  first chain that later rollouts fork from; here one tree per prompt holds them all: a rollout
+  started at the prompt is a fresh chain, i.e. a new Tree-GRPO tree, and a rollout forked
+  mid-episode joins the tree of its first turn. So i's tree T is the set of finished
+  trajectories under i's first-turn node (the root's child on its path). A group of one finished
+  trajectory (a chain nothing was forked from) gets 0 from that group: the paper's formula is
+  undefined there (σ = 0), and the reference code's GRPO estimator would return the raw reward R
+  for it, which is no group-relative advantage at all (its trees never have a single leaf).
+
+Leaves are *finished* rollouts. A rollout the budget cut has no verifiable outcome: it is no
+leaf, counts in no V, L or group, and its tokens carry 0 (TreeRL scores a truncated response 0;
+ours were cut by our budget, not by the policy, so scoring them would punish the allocator's
+timing).
+
+Token spread (`TreeAdvantages.tokens`, `share`): `share="repeat"` (`DEFAULT_SHARE`) puts the
+full value on every copy of a shared node — the papers' weighting, since every leaf is a sample
+— and `share="split"` gives each of the c(n) copies among the trajectories trained on 1/c(n) of
+it, so every node counts once in a token-summed loss. Environment tokens and the tokens of a
+cut turn carry 0. The trainer's loss then averages over its samples as it always does.
+
+The earlier forms (kept, exactly, so that runs made with them reproduce)
+------------------------------------------------------------------------
+
+- `treerl`: A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √N(n) with the turn's own parent,
+  N the visits; 0 elsewhere. Until this version the default, with `share="split"`: each node
+  counted once, so a node shared by N leaves weighed A/√N, not √N·A.
+- `tree-grpo-intra`, `tree-grpo-inter`, `tree-grpo`: the intra-tree, the inter-tree and the sum
+  of both, as above but with the population standard deviation, no 1e-6, and A = 0 where σ = 0.
+
+To reproduce a run made before the published credits became the default, pass
+`advantage="treerl"` and `share="split"`.
+
+Why these defaults: measured on the repository's language-model example
+(examples/llm/results/credit/, tuning seeds), no credit trained separably better than the
+published TreeRL one in a 12-seed pilot (the earlier `treerl` 1.8 points below it, GRPO's
+per-rollout credit 0.3 above, both inside ±4–5 points), so the papers' form is the default.
 """
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,8 +82,14 @@ from ._errors import TraceAllocError
 from ._values import TreeValues
 from .tree import Trajectory
 
-METHODS = ("treerl", "tree-grpo", "tree-grpo-intra", "tree-grpo-inter")
-SHARES = ("split", "repeat")
+METHODS = ("treerl-leaf", "tree-grpo-leaf", "treerl", "tree-grpo", "tree-grpo-intra", "tree-grpo-inter")
+SHARES = ("repeat", "split")
+#: The credit `TreeRollout` and `trace_alloc.trl` use unless told otherwise: TreeRL's, as published.
+DEFAULT_METHOD = "treerl-leaf"
+#: The token spread `TreeAdvantages.tokens` uses unless told otherwise: every leaf a sample.
+DEFAULT_SHARE = "repeat"
+#: Added to a group's standard deviation by Tree-GRPO's reference code (its GRPO estimator).
+TREE_GRPO_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
@@ -47,14 +102,14 @@ class TreeAdvantages:
     trajectory: np.ndarray
 
     def tokens(self, trajectories: Sequence[Trajectory], indices: Optional[Sequence[int]] = None,
-               share: str = "split") -> List[np.ndarray]:
+               share: str = DEFAULT_SHARE) -> List[np.ndarray]:
         """Per trajectory trained on, the advantage of each completion token (float64, (completion length,)).
 
         `trajectories`: every trajectory of the run (what `trajectory` is aligned with);
-        `indices`: the ones trained on (default: all), in the order wanted; `share`: "split" or
-        "repeat" (module docstring)."""
+        `indices`: the ones trained on (default: all), in the order wanted; `share`: "repeat" or
+        "split" (module docstring)."""
         if share not in SHARES:
-            raise TraceAllocError("invalid_options", 'share must be "split" or "repeat", got %r' % (share,), field="share")
+            raise TraceAllocError("invalid_options", 'share must be "repeat" or "split", got %r' % (share,), field="share")
         if len(trajectories) != self.trajectory.shape[0]:
             raise TraceAllocError("invalid_value", "advantages were computed for %d trajectories, got %d"
                                   % (self.trajectory.shape[0], len(trajectories)), field="trajectories")
@@ -77,7 +132,8 @@ class TreeAdvantages:
 
 
 def treerl_node_advantages(values: TreeValues) -> np.ndarray:
-    """A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √N(n) for non-root nodes with N(n) > 0; 0 elsewhere."""
+    """The earlier form: A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √N(n) for non-root
+    nodes with N(n) > 0; 0 elsewhere."""
     v, n, parent = values.reward, values.visits, values.parent
     out = np.zeros(values.nodes, dtype=np.float64)
     if values.nodes == 0 or n[0] == 0:
@@ -87,13 +143,48 @@ def treerl_node_advantages(values: TreeValues) -> np.ndarray:
     return out
 
 
+def segment_parents(parent: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+    """Per node, its TreeRL parent segment: the nearest proper ancestor with more leaves than the
+    node, or the root (node 0) when none has; -1 for the root itself."""
+    out = np.full(parent.shape[0], -1, dtype=np.int64)
+    for v in range(1, parent.shape[0]):
+        p = int(parent[v])
+        while p > 0 and leaves[p] <= leaves[v]:
+            p = int(parent[p])
+        out[v] = max(p, 0)
+    return out
+
+
+def treerl_leaf_advantages(values: TreeValues) -> np.ndarray:
+    """TreeRL as published: A(n) = (GA(n) + LA(n)) / √L(n), LA against n's parent segment, for
+    non-root nodes with L(n) > 0 finished leaves; 0 elsewhere (module docstring)."""
+    v, leaves = values.reward, values.visits
+    out = np.zeros(values.nodes, dtype=np.float64)
+    if values.nodes == 0 or leaves[0] == 0:
+        return out
+    segment = segment_parents(values.parent, leaves)
+    rows = np.flatnonzero((values.parent >= 0) & (leaves > 0))
+    out[rows] = ((v[rows] - v[0]) + (v[rows] - v[segment[rows]])) / np.sqrt(leaves[rows].astype(np.float64))
+    return out
+
+
 def _standardized(rewards: List[float]) -> List[float]:
     mu = sum(rewards) / len(rewards)
     sigma = math.sqrt(sum((r - mu) ** 2 for r in rewards) / len(rewards))
     return [0.0 if sigma == 0 else (r - mu) / sigma for r in rewards]
 
 
-def tree_grpo_advantages(trajectories: Sequence[Trajectory], intra: bool, inter: bool) -> np.ndarray:
+def sample_standardized(rewards: List[float]) -> List[float]:
+    """Tree-GRPO's (its GRPO estimator's) normalisation: sample std plus 1e-6; 0 for a group of one."""
+    if len(rewards) < 2:
+        return [0.0] * len(rewards)
+    mu = sum(rewards) / len(rewards)
+    sigma = math.sqrt(sum((r - mu) ** 2 for r in rewards) / (len(rewards) - 1))
+    return [(r - mu) / (sigma + TREE_GRPO_EPSILON) for r in rewards]
+
+
+def tree_grpo_advantages(trajectories: Sequence[Trajectory], intra: bool, inter: bool,
+                         standardize: Callable[[List[float]], List[float]] = _standardized) -> np.ndarray:
     """Per trajectory: the intra-tree and/or inter-tree standardized outcome (0 when unfinished)."""
     out = np.zeros(len(trajectories), dtype=np.float64)
     for use, key in ((intra, lambda t: (t.tree, t.path[1])), (inter, lambda t: (t.tree,))):
@@ -104,7 +195,7 @@ def tree_grpo_advantages(trajectories: Sequence[Trajectory], intra: bool, inter:
             if t.finished and len(t.path) > 1:
                 groups[key(t)].append(j)
         for members in groups.values():
-            for j, a in zip(members, _standardized([float(trajectories[j].reward) for j in members])):  # type: ignore[arg-type]
+            for j, a in zip(members, standardize([float(trajectories[j].reward) for j in members])):  # type: ignore[arg-type]
                 out[j] += a
     return out
 
@@ -112,10 +203,13 @@ def tree_grpo_advantages(trajectories: Sequence[Trajectory], intra: bool, inter:
 def compute_advantages(method: str, trajectories: Sequence[Trajectory], values: Sequence[TreeValues]) -> TreeAdvantages:
     """The advantages named `method` (one of METHODS) of a run's trajectories and trees (values
     as the service backed them up, one per tree in prompt order)."""
-    if method == "treerl":
-        node = tuple(treerl_node_advantages(v) for v in values)
+    if method in ("treerl", "treerl-leaf"):
+        per_node = treerl_leaf_advantages if method == "treerl-leaf" else treerl_node_advantages
+        node = tuple(per_node(v) for v in values)
         last = np.array([node[t.tree][t.leaf] for t in trajectories], dtype=np.float64)
         return TreeAdvantages(method, node, last)
+    if method == "tree-grpo-leaf":
+        return TreeAdvantages(method, None, tree_grpo_advantages(trajectories, True, True, sample_standardized))
     if method in ("tree-grpo", "tree-grpo-intra", "tree-grpo-inter"):
         intra = method in ("tree-grpo", "tree-grpo-intra")
         inter = method in ("tree-grpo", "tree-grpo-inter")

@@ -1,7 +1,7 @@
 """The tree-rollout driver: one tree per prompt, grown round by round where the service's plans
 say, every rollout run to the episode's end, outcomes backed up, and the budget spent exactly.
 
-    driver = TreeRollout(ta, generate, step, dim=hidden_size)
+    driver = TreeRollout(ta, generate, step, dim=hidden_size)   # dim omitted: token sketches (below)
     result = driver.run(prompts, Budget(tokens=4096))
     result.trajectories            # leaf trajectories: token ids, log-probs, env mask, outcome
     result.values                  # per tree: mean outcome and visits per node, read back from the service
@@ -31,6 +31,26 @@ with its whole turn (a turn cut short resumes when tokens come free), rather tha
 sliver; and the last rounds shrink to the number of rollouts the remaining budget is expected
 to finish (what is left ÷ the mean tokens of the rollouts finished so far in the run).
 
+**Continuous placement** (`concurrency=C`): no round barrier. `C` rollouts run at once; after
+every batch in which some ended, their nodes and outcomes go to the service in one `extend` and
+their slots are refilled at once with one `place` request: each new rollout starts where the
+round plan of `C` rollouts, made with the evidence now, wants more rollouts than are running
+(docs/ALGORITHM.md, "Continuous placement"). The generator's batch stays full until the budget
+ends, and the budget is spent exactly as above (no more rollouts run than the remaining budget
+is expected to finish). The round driver (`concurrency=None`, the default) remains; learning α, τ
+needs it (it reads each round's plan scores).
+
+**Embeddings.** A turn's embedding is what its generator returns (`Turn.embedding`, e.g. the mean
+hidden state; `dim` numbers, or `projection`'s input), or, when the generator returns none
+(`embedding=None`: vLLM, SGLang, an API), a seeded sketch of the turn's token n-grams computed
+here (`trace_alloc.sketch.TokenSketch`, width `dim`, default 256). One run uses one kind: a run
+whose turns mix both is refused, since a sibling group would compare a hidden state with a sketch.
+
+**Affinity.** Every `Request` names the tree (`tree_id`) and the node its rollout was placed at
+(`start`); `request.affinity` is the stable key `"<tree id>/<start>"`. Rollouts with one key
+share their whole prefix up to the placement, so a router that sends equal keys to one engine
+gets that prefix from the engine's prefix (KV) cache.
+
 The driver needs a `Service` of its own (its trees are the service's only trees: the global
 budget is split over every tree the service holds); it removes its trees when a run ends.
 """
@@ -47,9 +67,10 @@ from ._columns import to_numpy
 from ._errors import TraceAllocError
 from ._plan import Plan
 from ._values import TreeValues
-from .advantages import METHODS, TreeAdvantages, compute_advantages
+from .advantages import DEFAULT_METHOD, METHODS, TreeAdvantages, compute_advantages
 from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .learn import LearnState, ascend, objective_gradient, outcome_variance_gains
+from .sketch import DEFAULT_WIDTH, TokenSketch
 from .tree import RolloutTree, Trajectory, TreeNode, trajectory
 
 Generate = Callable[[List[Request]], Sequence[Turn]]
@@ -88,8 +109,9 @@ class _Running:
     generated: int = 0
     tokens: List[int] = field(default_factory=list)
     logprobs: List[float] = field(default_factory=list)
-    embedding_sum: Optional[np.ndarray] = None  # token-weighted sum of the pieces' embeddings
+    embedding_sum: Optional[np.ndarray] = None  # token-weighted sum of the pieces' embeddings (None: sketched)
     entropy_sum: float = 0.0
+    ticket: int = 0  # continuous placement: the service's ticket for this rollout's slot
 
 
 @dataclass
@@ -107,37 +129,61 @@ class TreeRollout:
     `step(state, turn_tokens) -> EnvStep`: the environment's answer to a complete turn, from the
     state of the node the turn continues (the prompt's `state` at the root); it must not change
     `state` in place (a node may be continued many times).
-    `dim`: the embedding dimension the service scores (after `projection`, if one is given).
+    `dim`: the embedding dimension the service scores (after `projection`, if one is given);
+    None (the default) for generators that return no embeddings: each turn is then sketched
+    from its token ids by `sketch` (default `TokenSketch()`, width 256; module docstring, "Embeddings").
     `max_turn_tokens`: the longest turn; a turn that reaches it without stopping goes to the
     environment as it is. `rollouts_per_round`: rollouts one plan places (default 2 per prompt),
     `min_per_tree`: the least each tree gets per round. `plan_options`: other plan settings
     (prune_ratio, contest_gain, ...) passed on as they are. `rule`: sent with `set-params`
     only when given (the service's default rule otherwise). `projection`: applied to each
-    batch of turn embeddings before they are sent (e.g. `trace_alloc.projection.RandomProjection`).
+    batch of turn embeddings before they are sent (e.g. `trace_alloc.projection.RandomProjection`);
+    `sketch`: the `TokenSketch` for turns without an embedding (its width must equal `dim`).
     `advantage`: one of `advantages.METHODS`. `learn`: a `LearnState` to ascend α, τ after every
     run from the gains of the rollouts each round placed (rewards must then be in [0, 1]); the new
     α, τ go to the service and stay in `learn_state`.
     """
 
-    def __init__(self, service: Service, generate: Generate, step: Step, *, dim: int, max_turn_tokens: int,
-                 rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
+    def __init__(self, service: Service, generate: Generate, step: Step, *, max_turn_tokens: int,
+                 dim: Optional[int] = None, rollouts_per_round: Optional[int] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
-                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = "treerl",
-                 learn: Optional[LearnState] = None, tree_prefix: str = "rollout") -> None:
-        if not isinstance(dim, int) or dim < 0:
+                 projection: Optional[Callable[[Any], Any]] = None, advantage: str = DEFAULT_METHOD,
+                 learn: Optional[LearnState] = None, tree_prefix: str = "rollout",
+                 sketch: Optional[TokenSketch] = None, concurrency: Optional[int] = None) -> None:
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
             raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
+        if sketch is not None and not isinstance(sketch, TokenSketch):
+            raise TraceAllocError("invalid_options", "sketch must be a trace_alloc.sketch.TokenSketch, got %r"
+                                  % (type(sketch).__name__,), field="sketch")
+        if sketch is not None and dim is not None and sketch.width != dim:
+            raise TraceAllocError("invalid_options", "the sketch's width (%d) must equal dim (%d)" % (sketch.width, dim),
+                                  field="sketch")
+        if sketch is None and dim != 0:
+            sketch = TokenSketch(DEFAULT_WIDTH if dim is None else dim)
         if not isinstance(max_turn_tokens, int) or max_turn_tokens < 1:
             raise TraceAllocError("invalid_options", "max_turn_tokens must be an integer >= 1, got %r"
                                   % (max_turn_tokens,), field="max_turn_tokens")
         if rollouts_per_round is not None and (not isinstance(rollouts_per_round, int) or rollouts_per_round < 1):
             raise TraceAllocError("invalid_options", "rollouts_per_round must be an integer >= 1, got %r"
                                   % (rollouts_per_round,), field="rollouts_per_round")
+        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+            raise TraceAllocError("invalid_options", "concurrency must be an integer >= 1, got %r" % (concurrency,),
+                                  field="concurrency")
+        if concurrency is not None and learn is not None:
+            raise TraceAllocError("invalid_options", "learning alpha, tau needs each round's plan scores: use the round "
+                                  "driver (concurrency=None) with learn", field="learn")
         if advantage not in METHODS:
             raise TraceAllocError("invalid_options", "advantage must be one of %s, got %r" % (", ".join(METHODS), advantage),
                                   field="advantage")
         self.service, self.generate, self.step = service, generate, step
-        self.dim, self.max_turn_tokens = dim, max_turn_tokens
+        #: True when the caller named `dim` (turns may carry embeddings), False for sketches only.
+        self.dim_given = dim is not None
+        self.sketch = sketch
+        self.dim = dim if dim is not None else sketch.width  # type: ignore[union-attr]
+        self.max_turn_tokens = max_turn_tokens
+        self._sketching: Optional[bool] = None  # this run's kind of embedding, set by its first turns
         self.rollouts_per_round, self.min_per_tree = rollouts_per_round, min_per_tree
+        self.concurrency = concurrency
         self.plan_options = dict(plan_options or {})
         self.projection, self.advantage = projection, advantage
         self.learn_state = learn
@@ -158,12 +204,13 @@ class TreeRollout:
         prompts = [p if isinstance(p, Prompt) else Prompt(tuple(int(x) for x in p)) for p in prompts]
         self._runs += 1
         self._pending = {}  # a run that failed may have left some behind
+        self._sketching = None
         ids = ["%s%d-%d" % (self.tree_prefix, self._runs, t) for t in range(len(prompts))]
         trees = [RolloutTree(ids[t], tuple(p.tokens), [TreeNode(-1, state=p.state)]) for t, p in enumerate(prompts)]
         root = {"embedding": [0.0] * self.dim}  # a root is in no sibling group: its embedding is never scored
         self.service.add_trees([{"id": tid, "nodes": [root]} for tid in ids])
         try:
-            return self._grow(trees, budget)
+            return self._grow(trees, budget) if self.concurrency is None else self._grow_continuous(trees, budget)
         finally:
             self.service.remove_trees(ids)
 
@@ -238,38 +285,129 @@ class TreeRollout:
         """Runs the rollouts turn by turn, in batches, until each ends or the budget does."""
         ended: List[Tuple[_Running, Trajectory]] = []
         while running:
-            grants = self._grants(running, tokens_left - used["tokens"], steps_left - used["steps"])
-            if not grants:
+            progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
+            if not progressed:
                 break
-            batch = running[:len(grants)]
-            requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens))
-                        for r, g in zip(batch, grants)]
-            turns = list(self.generate(requests))
-            embeddings = self._check(trees, requests, turns)
-            still: List[_Running] = []
-            for r, req, turn, emb in zip(batch, requests, turns, embeddings):
-                n = len(turn.tokens)
-                used["tokens"] += n
-                r.generated += n
-                r.tokens += [int(x) for x in turn.tokens]
-                r.logprobs += [float(x) for x in turn.logprobs]
-                r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
-                r.entropy_sum += float(turn.entropy) * n
-                stopped = turn.stopped if turn.stopped is not None else n < req.max_tokens
-                if not stopped and len(r.tokens) < self.max_turn_tokens:
-                    still.append(r)  # cut by its grant: resumes when tokens come free
-                    continue
-                used["steps"] += 1
-                if self._finish_turn(trees, r):
-                    t = trees[r.tree]
-                    ended.append((r, trajectory(t, r.tree, r.start, r.node, r.generated)))
-                else:
-                    still.append(r)
-            running = still + running[len(grants):]
-        for r in running:  # the budget ran out: cut
-            ended.append((r, trajectory(trees[r.tree], r.tree, r.start, r.node, r.generated,
-                                        (tuple(r.tokens), tuple(r.logprobs)))))
+        ended += self._cut(trees, running)
         return ended
+
+    def _advance(self, trees: List[RolloutTree], running: List[_Running], tokens_left: float, steps_left: float,
+                 used: Dict[str, int], ended: List[Tuple[_Running, Trajectory]]) -> Tuple[bool, List[_Running]]:
+        """One batch: a generate call for the first rollouts the budget grants tokens to. Rollouts
+        whose episode ended go to `ended`; returns (whether anything was generated, the rollouts still
+        running, in order)."""
+        grants = self._grants(running, tokens_left - used["tokens"], steps_left - used["steps"])
+        if not grants:
+            return False, running
+        batch = running[:len(grants)]
+        requests = [Request(r.tree, r.node, trees[r.tree].prefix(r.node) + tuple(r.tokens), g, len(r.tokens),
+                            tree_id=trees[r.tree].id, start=r.start)
+                    for r, g in zip(batch, grants)]
+        turns = list(self.generate(requests))
+        embeddings = self._check(trees, requests, turns)
+        still: List[_Running] = []
+        for r, req, turn, emb in zip(batch, requests, turns, embeddings):
+            n = len(turn.tokens)
+            used["tokens"] += n
+            r.generated += n
+            r.tokens += [int(x) for x in turn.tokens]
+            r.logprobs += [float(x) for x in turn.logprobs]
+            if emb is not None:
+                r.embedding_sum = emb * n if r.embedding_sum is None else r.embedding_sum + emb * n
+            r.entropy_sum += float(turn.entropy) * n
+            stopped = turn.stopped if turn.stopped is not None else n < req.max_tokens
+            if not stopped and len(r.tokens) < self.max_turn_tokens:
+                still.append(r)  # cut by its grant: resumes when tokens come free
+                continue
+            used["steps"] += 1
+            if self._finish_turn(trees, r):
+                t = trees[r.tree]
+                ended.append((r, trajectory(t, r.tree, r.start, r.node, r.generated)))
+            else:
+                still.append(r)
+        return True, still + running[len(grants):]
+
+    @staticmethod
+    def _cut(trees: List[RolloutTree], running: List[_Running]) -> List[Tuple[_Running, Trajectory]]:
+        """The rollouts still running when the budget ran out, as unfinished trajectories."""
+        return [(r, trajectory(trees[r.tree], r.tree, r.start, r.node, r.generated, (tuple(r.tokens), tuple(r.logprobs))))
+                for r in running]
+
+    # -- continuous placement ----------------------------------------------------------------------
+
+    def _grow_continuous(self, trees: List[RolloutTree], budget: Budget) -> RolloutResult:
+        """No round barrier: `concurrency` rollouts run at once; after every batch in which some
+        ended, their new nodes and outcomes go to the service (`extend`) and their slots are
+        refilled at once (`place`): each new rollout where the round plan of `concurrency`
+        rollouts, made with the evidence now, wants more rollouts than are running
+        (docs/ALGORITHM.md, "Continuous placement"). Near the end, no more rollouts run than the
+        remaining budget is expected to finish."""
+        tokens_left = math.inf if budget.tokens is None else budget.tokens
+        steps_left = math.inf if budget.steps is None else budget.steps
+        concurrency = int(self.concurrency)  # type: ignore[arg-type]
+        minimum = self.min_per_tree if self.min_per_tree * len(trees) <= concurrency else 0
+        used = {"tokens": 0, "steps": 0}
+        trajectories: List[Trajectory] = []
+        finished_tokens: List[int] = []
+        root_branches = never_started = places = 0
+
+        def refill(count: int, release: List[int]) -> List[_Running]:
+            nonlocal root_branches, places
+            if count == 0 and not release:
+                return []
+            places += 1
+            index = {t.id: i for i, t in enumerate(trees)}
+            out = []
+            for p in self.service.place(count, concurrency, release=release, min_per_tree=minimum, **self.plan_options):
+                t = index[p.tree]
+                if trees[t].nodes[p.node].done:
+                    raise TraceAllocError("service_error", "the service placed a rollout at terminal node %d" % p.node,
+                                          tree=p.tree, node=p.node)
+                out.append(_Running(t, p.node, p.node, ticket=p.ticket))
+                root_branches += p.node == 0
+            return out
+
+        running = refill(self._room(concurrency, 0, tokens_left - used["tokens"], finished_tokens, steps_left), [])
+        while running:
+            ended: List[Tuple[_Running, Trajectory]] = []
+            progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
+            if not progressed:
+                break
+            if not ended:
+                continue
+            self._send(trees, ended)
+            for r, traj in ended:
+                trajectories.append(traj)
+                finished_tokens.append(traj.generated)
+            room = self._room(concurrency, len(running), tokens_left - used["tokens"], finished_tokens,
+                              steps_left - used["steps"])
+            running += refill(room, [r.ticket for r, _ in ended])
+        cut = self._cut(trees, running)
+        self._send(trees, cut)  # the whole turns of cut rollouts stay in the trees as open nodes
+        for r, traj in cut:
+            if traj.generated == 0:
+                never_started += 1
+            else:
+                trajectories.append(traj)
+        values = tuple(self.service.values([t.id for t in trees]))
+        advantages = compute_advantages(self.advantage, trajectories, values)
+        return RolloutResult(trees=tuple(trees), values=values, trajectories=tuple(trajectories), advantages=advantages,
+                             tokens_used=used["tokens"], steps_used=used["steps"], rounds=places, plans=(),
+                             root_branches=root_branches, never_started=never_started)
+
+    @staticmethod
+    def _room(concurrency: int, running: int, tokens_left: float, finished_tokens: List[int], steps_left: float) -> int:
+        """New rollouts to start now: up to `concurrency` running, and no more running than the
+        remaining budget is expected to finish (what is left ÷ the mean tokens of the rollouts
+        finished so far; one step each for an environment-step budget)."""
+        if tokens_left <= 0 or steps_left <= 0:
+            return 0
+        cap = concurrency
+        if finished_tokens and tokens_left < math.inf:
+            cap = min(cap, max(1, math.ceil(tokens_left / (sum(finished_tokens) / len(finished_tokens)))))
+        if steps_left < math.inf:
+            cap = min(cap, max(1, int(steps_left)))
+        return max(0, cap - running)
 
     def _grants(self, running: List[_Running], tokens_left: float, steps_left: float) -> List[int]:
         """Token grants for the first rollouts of `running`, in order, each its whole remaining
@@ -284,8 +422,9 @@ class TreeRollout:
             steps_left -= 1
         return grants
 
-    def _check(self, trees: List[RolloutTree], requests: List[Request], turns: List[Turn]) -> List[np.ndarray]:
-        """Validates what `generate` returned; the turns' embeddings (projected) as float64 rows."""
+    def _check(self, trees: List[RolloutTree], requests: List[Request], turns: List[Turn]) -> List[Optional[np.ndarray]]:
+        """Validates what `generate` returned; the turns' embeddings (projected) as float64 rows,
+        or None for each turn when this run's turns are sketched from their tokens."""
         if len(turns) != len(requests):
             raise TraceAllocError("invalid_value", "generate returned %d turns for %d requests" % (len(turns), len(requests)),
                                   field="turns")
@@ -305,10 +444,22 @@ class TreeRollout:
             return [np.zeros(0) for _ in turns]
         raw = [t.embedding for t in turns]
         for req, e in zip(requests, raw):
-            if e is None:
-                raise TraceAllocError("invalid_value", 'tree "%s", node %d, field "embedding": a turn needs an embedding of '
-                                      "%d numbers (dim)" % (trees[req.tree].id, req.node, self.dim),
+            sketched = e is None
+            if self._sketching is None:
+                self._sketching = sketched
+            where = 'tree "%s", node %d, field "embedding": ' % (trees[req.tree].id, req.node)
+            if sketched != self._sketching:
+                raise TraceAllocError("invalid_value", where + "this run's turns %s an embedding and this one %s: one run "
+                                      "uses hidden states or token sketches, not both (siblings would compare one with the "
+                                      "other)" % (("leave out", "has one") if self._sketching else ("carry", "has none")),
                                       tree=trees[req.tree].id, node=req.node, field="embedding")
+            if not sketched and not self.dim_given:
+                raise TraceAllocError("invalid_value", where + "the generator returned an embedding but the driver has no "
+                                      "dim: pass dim (the embedding's length, or the projection's output) to use it, or "
+                                      "return embedding=None for token sketches", tree=trees[req.tree].id, node=req.node,
+                                      field="embedding")
+        if self._sketching:
+            return [None for _ in turns]
         if self.projection is not None:
             rows = self.projection(_stack(raw))
         else:
@@ -342,7 +493,10 @@ class TreeRollout:
                         observation=tuple(int(x) for x in answer.observation), done=done, reward=reward,
                         state=None if done else answer.state)
         r.node = tree.add(node)
-        node_embedding = r.embedding_sum / n  # the token-weighted mean over the turn's pieces
+        if r.embedding_sum is None:  # no embedding from the generator: the whole turn's token sketch
+            node_embedding = self.sketch(r.tokens)  # type: ignore[misc]
+        else:
+            node_embedding = r.embedding_sum / n  # the token-weighted mean over the turn's pieces
         self._pending.setdefault(r.tree, []).append((node.parent, r.entropy_sum / n, done, node_embedding))
         r.tokens, r.logprobs, r.embedding_sum, r.entropy_sum = [], [], None, 0.0
         return done

@@ -21,12 +21,26 @@ class Request:
 
     `prefix` is the prompt followed by every turn and observation on the path to `node`, then
     the tokens of the current turn generated so far (`resumed` of them: a turn the budget split
-    into pieces is continued where it stopped)."""
+    into pieces is continued where it stopped).
+
+    `tree_id` and `start` say where the plan placed this request's rollout: the tree and the node
+    it started from (`node` moves down the tree as the rollout's turns complete; `start` stays).
+    Every rollout placed at one node shares the prefix up to it, so `affinity`, the key
+    `"<tree_id>/<start>"`, is what a router hashes to send those siblings to one engine, whose
+    prefix cache then holds their common prefix (e.g. `zlib.crc32(r.affinity.encode()) % engines`:
+    stable in every process, unlike Python's salted `hash()`)."""
     tree: int  # index of the prompt
     node: int  # the tree node the turn continues from
     prefix: Tuple[int, ...]
     max_tokens: int  # >= 1
     resumed: int = 0
+    tree_id: str = ""  # the tree's id in the service ("" when the request was made outside the driver)
+    start: Optional[int] = None  # the node the rollout was placed at (None: `node`)
+
+    @property
+    def affinity(self) -> str:
+        """`"<tree_id>/<start>"`: equal for the rollouts one placement started (module docstring of `driver`)."""
+        return "%s/%d" % (self.tree_id or self.tree, self.node if self.start is None else self.start)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,32 @@
-"""TRACE tree rollouts inside TRL's `GRPOTrainer` (TRL 1.13): a `rollout_func`, a helper that
-generates turns with a transformers causal LM, and a trainer that takes TRACE's tree advantages.
+"""TRACE tree rollouts inside TRL's `GRPOTrainer`: a `rollout_func`, a reward function, and a
+trainer that takes TRACE's tree advantages. Supported: trl >= 1.13, < 1.14 (the package's `trl`
+extra), checked when this module is imported (`SUPPORTED_TRL`, `check_trl_version`).
 
     from trace_alloc.trl import TraceRolloutFunc, HFTurnGenerator, env_reward
 
-    rollout = TraceRolloutFunc(trace_alloc.Service(), HFTurnGenerator(stop_token_ids=[eos]), step,
+    rollout = TraceRolloutFunc(trace_alloc.Service(), HFTurnGenerator(stop_token_ids=[eos], pad_token_id=pad), step,
                                prepare=lambda prompt: Prompt(tokenize(prompt), state_of(prompt)),
                                dim=model.config.hidden_size, max_turn_tokens=64,
                                budget=lambda trees: Budget(tokens=256 * trees))
     trainer = GRPOTrainer(model, reward_funcs=[env_reward], args=GRPOConfig(num_generations=8, ...),
                           train_dataset=prompts, processing_class=tokenizer, rollout_func=rollout)
+
+(A complete script that runs as written: python/README.md, "In TRL's GRPOTrainer".)
+
+**Which TRL hooks, and why.** Public ones wherever they can do the job: the rollouts come through
+`rollout_func` and the rewards through a reward function (`env_reward`). `environment_factory`
+does not fit: with it TRL generates the turns itself (through the tokenizer's chat template and
+tool-calling parser), so nothing could decide where rollouts start. TRL has no public way to take
+per-token advantages, so `TreeGRPOTrainer` overrides one private method,
+`GRPOTrainer._generate_and_score_completions` (`PRIVATE_HOOK`), as TRL's own MiniLLM trainer
+does; everything that touches it is in `_tree_trainer_class`, which checks that it exists and
+returns what is replaced, and `python/tests/test_trl_trainer.py` runs it inside the real trainer
+on every TRL version the local package index offers (1.13.0 only, when this was written).
+`rollout_func` is marked experimental by TRL and may change in a release: that, and the private
+method, is why the supported range is one minor version. Outside it, importing this module raises
+`TraceAllocError` (code `unsupported_version`) naming both versions; `TRACE_ALLOC_TRL_ANY_VERSION=1`
+(`OVERRIDE_ENV`) skips the check, untested. Without trl installed the module still imports (the
+rollout function needs no trl); `TreeGRPOTrainer` then says what to install.
 
 **The contract (TRL 1.13, `GRPOTrainer._generate`).** TRL hands `rollout_func(prompts, trainer)`
 this process's slice of the generation batch: every prompt repeated `num_generations` times in a
@@ -39,37 +57,77 @@ leaf's own turn, with c set by where TRACE placed rollouts rather than by how li
 is to produce that prefix. What this module does about it: (1) `selection="spread"` keeps c
 small among the completions GRPO sees (`history[i]["mean_copies"]` reports the mean c of a
 generated token); (2) with `attach_advantages=True` and `TreeGRPOTrainer`, GRPO's sequence
-advantage is replaced by TRACE's tree advantage per token (TreeRL by default, or Tree-GRPO's),
-computed from *every* leaf of the tree through the values the service backed up, and spread with
-`share="split"`: each copy of a shared node's token carries 1/c of the node's advantage, so every
-node counts exactly once in the loss whatever c is. That exactness needs a loss that sums tokens
-with one normaliser for the whole generation batch (`loss_type` "dapo", TRL's default, "dr_grpo"
-or "cispo"); TreeGRPOTrainer refuses the others ("grpo", "sapo" and "luspo" average each
-sequence, "bnpo" each micro-batch, so the copies of a node would weigh differently).
-What TRL cannot do: take advantages from a `rollout_func` or a reward function (rewards always
-pass through its group normalisation; per-token advantages need the subclass, which overrides
-TRL's private `_generate_and_score_completions`, as TRL's own MiniLLM trainer does).
+advantage is replaced by TRACE's tree advantage per token, computed from *every* leaf of the tree
+through the values the service backed up: the credit `advantage` (default: the package's default
+credit, `trace_alloc.advantages`) spread over the returned completions' tokens with `share`
+(default: the package's default spread; `share="split"` gives each copy of a shared node's token
+1/c of the node's advantage, so every node counts exactly once whatever c is; `"repeat"` gives
+every copy all of it, as the papers weight leaves). Either weighting is what it claims only with
+a loss that sums tokens with one normaliser for the whole generation batch (`loss_type` "dapo",
+TRL's default, "dr_grpo" or "cispo"); TreeGRPOTrainer refuses the others ("grpo", "sapo" and
+"luspo" average each sequence, "bnpo" each micro-batch, so the copies of a node would weigh
+differently).
 
 `HFTurnGenerator` lives in `trace_alloc.hf` (it needs transformers, not trl) and is re-exported
-here. torch, transformers and trl are imported only when these classes are used.
+here; any `trace_alloc.generators.TokenTurns` works as `generate` too (no hidden states: leave
+`dim` out and the driver sketches each turn from its token ids). torch, transformers and trl are
+imported only when these classes are used.
 """
 from __future__ import annotations
 
+import os
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._client import Service
 from ._errors import TraceAllocError
 from .advantages import METHODS, SHARES
+from .sketch import TokenSketch
 from .driver import RolloutResult, TreeRollout
 from .episode import Budget, EnvStep, Prompt, Request, Turn
 from .hf import HFTurnGenerator  # noqa: F401 - part of this module's interface (see the usage above)
 from .learn import LearnState
 from .tree import Trajectory
 
-__all__ = ["HFTurnGenerator", "SELECTIONS", "TOKEN_SUM_LOSSES", "TraceRolloutFunc", "choose", "env_reward",
-           "prompt_groups", "spread_order"]
+__all__ = ["HFTurnGenerator", "OVERRIDE_ENV", "PRIVATE_HOOK", "SELECTIONS", "SUPPORTED_TRL", "TOKEN_SUM_LOSSES",
+           "TraceRolloutFunc", "check_trl_version", "choose", "env_reward", "installed_trl_version", "prompt_groups",
+           "spread_order"]
+
+#: The TRL versions this module is tested with (the `trl` extra of pyproject.toml says the same).
+SUPPORTED_TRL = ">=1.13,<1.14"
+_SUPPORTED_RANGE = ((1, 13), (1, 14))  # [lowest, first unsupported): (major, minor)
+#: Set to 1 to use this module with a TRL outside SUPPORTED_TRL (untested).
+OVERRIDE_ENV = "TRACE_ALLOC_TRL_ANY_VERSION"
+#: The one private GRPOTrainer method TreeGRPOTrainer overrides (module docstring).
+PRIVATE_HOOK = "_generate_and_score_completions"
+
+
+def installed_trl_version() -> Optional[str]:
+    """The installed trl's version, read from its package metadata (trl is not imported), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("trl")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_trl_version(version: Optional[str]) -> None:
+    """Raises `TraceAllocError` (code `unsupported_version`) when `version` is outside SUPPORTED_TRL,
+    unless OVERRIDE_ENV is 1; None (trl not installed) passes (module docstring)."""
+    if version is None or os.environ.get(OVERRIDE_ENV) == "1":
+        return
+    numbers = re.match(r"(\d+)\.(\d+)", version)
+    release = (int(numbers.group(1)), int(numbers.group(2))) if numbers else None
+    if release is None or not _SUPPORTED_RANGE[0] <= release < _SUPPORTED_RANGE[1]:
+        raise TraceAllocError("unsupported_version", "trl %s is installed, but trace_alloc.trl supports trl %s "
+                              "(the package's [trl] extra: pip install 'trl%s'); set %s=1 to use it anyway, untested"
+                              % (version, SUPPORTED_TRL, SUPPORTED_TRL, OVERRIDE_ENV), field="trl")
+
+
+check_trl_version(installed_trl_version())
 
 SELECTIONS = ("spread", "random")
 #: TRL loss types that sum tokens with one normaliser for the whole generation batch (each node then
@@ -138,27 +196,32 @@ def env_reward(prompts: Any = None, completions: Any = None, env_reward: Optiona
 class TraceRolloutFunc:
     """`rollout_func(prompts, trainer)` for TRL's GRPOTrainer: TRACE tree rollouts (module docstring).
 
-    `generate(requests, trainer) -> turns` (e.g. `HFTurnGenerator`) and `step(state, turn) ->
-    EnvStep` as for `TreeRollout`; `prepare(prompt) -> Prompt`: the token ids and the
-    environment's start state of one dataset prompt. `budget`: a `Budget` per call, or
-    `budget(trees) -> Budget`. The other options are `TreeRollout`'s. `attach_advantages`: also
-    return `tree_advantages` (per token, `advantage` spread with `share`) for `TreeGRPOTrainer`.
+    `generate(requests, trainer) -> turns` (e.g. `HFTurnGenerator`, or `generators.TokenTurns`)
+    and `step(state, turn_ids) -> EnvStep` as for `TreeRollout` (`turn_ids`: the turn's token ids,
+    a tuple); `prepare(prompt) -> Prompt`: the token ids and the environment's start state of one
+    dataset prompt. `budget`: a `Budget` per call, or `budget(trees) -> Budget`. The other options
+    are `TreeRollout`'s (`dim` None: token sketches). `attach_advantages`: also return
+    `tree_advantages` (per token, `advantage` spread with `share`; None: the package's defaults,
+    `trace_alloc.advantages`) for `TreeGRPOTrainer`.
     The service is `service` (one of this rollout function's own). `history` keeps one dict of
     counts per call."""
 
     def __init__(self, service: Service, generate: Callable[[List[Request], Any], Sequence[Turn]],
-                 step: Callable[[Any, Tuple[int, ...]], EnvStep], *, prepare: Callable[[Any], Prompt], dim: int,
-                 max_turn_tokens: int, budget: Union[Budget, Callable[[int], Budget]], pad_token_id: Optional[int] = None,
-                 selection: str = "spread", attach_advantages: bool = False, advantage: str = "treerl",
-                 share: str = "split", seed: int = 0, rollouts_per_round: Optional[Callable[[int], int]] = None,
-                 min_per_tree: int = 1, plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
-                 projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None) -> None:
+                 step: Callable[[Any, Tuple[int, ...]], EnvStep], *, prepare: Callable[[Any], Prompt],
+                 max_turn_tokens: int, budget: Union[Budget, Callable[[int], Budget]], dim: Optional[int] = None,
+                 pad_token_id: Optional[int] = None, selection: str = "spread", attach_advantages: bool = False,
+                 advantage: Optional[str] = None, share: Optional[str] = None, seed: int = 0,
+                 rollouts_per_round: Optional[Callable[[int], int]] = None, min_per_tree: int = 1,
+                 plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
+                 projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None,
+                 sketch: Optional[TokenSketch] = None) -> None:
         if selection not in SELECTIONS:
             raise TraceAllocError("invalid_options", "selection must be one of %s, got %r" % (", ".join(SELECTIONS), selection),
                                   field="selection")
-        if share not in SHARES:
-            raise TraceAllocError("invalid_options", 'share must be "split" or "repeat", got %r' % (share,), field="share")
-        if advantage not in METHODS:
+        if share is not None and share not in SHARES:
+            raise TraceAllocError("invalid_options", "share must be one of %s, got %r" % (", ".join(SHARES), share),
+                                  field="share")
+        if advantage is not None and advantage not in METHODS:
             raise TraceAllocError("invalid_options", "advantage must be one of %s, got %r" % (", ".join(METHODS), advantage),
                                   field="advantage")
         self.generate, self.prepare, self.budget = generate, prepare, budget
@@ -166,9 +229,10 @@ class TraceRolloutFunc:
         self.selection, self.attach_advantages, self.share = selection, attach_advantages, share
         self.rollouts_per_round = rollouts_per_round
         self._trainer: Any = None
+        credit = {} if advantage is None else {"advantage": advantage}  # None: the driver's default, from trace_alloc.advantages
         self.driver = TreeRollout(service, lambda requests: self.generate(requests, self._trainer), step, dim=dim,
                                   max_turn_tokens=max_turn_tokens, min_per_tree=min_per_tree, plan_options=plan_options,
-                                  rule=rule, projection=projection, advantage=advantage, learn=learn, tree_prefix="trl")
+                                  rule=rule, projection=projection, learn=learn, tree_prefix="trl", sketch=sketch, **credit)
         self.rng = random.Random(seed)
         self.history: List[Dict[str, Any]] = []
         #: Per completion of the last call: the tree advantage of each completion token (with attach_advantages).
@@ -200,7 +264,8 @@ class TraceRolloutFunc:
             pad = getattr(tokenizer, "eos_token_id", None)
         out: Dict[str, List[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "env_reward": []}
         real = [c.trajectory for c in chosen if c.trajectory is not None]
-        token_adv = dict(zip(real, result.advantages.tokens(result.trajectories, real, self.share))) if real else {}
+        spread = {} if self.share is None else {"share": self.share}  # None: the package's default spread
+        token_adv = dict(zip(real, result.advantages.tokens(result.trajectories, real, **spread))) if real else {}
         advantages: List[List[float]] = []
         copies: Dict[Tuple[int, int], int] = {}
         for j in real:
@@ -254,11 +319,23 @@ def _mean(xs: Sequence[Optional[float]]) -> Optional[float]:
     return sum(vals) / len(vals) if vals else None
 
 
-def _tree_trainer_class() -> type:
+def _tree_trainer_class(base: Optional[type] = None) -> type:
+    """`TreeGRPOTrainer` over `base` (TRL's GRPOTrainer by default): the one place that touches
+    TRL's private API, the override of PRIVATE_HOOK (module docstring)."""
     import torch
-    from trl import GRPOTrainer
 
-    class TreeGRPOTrainer(GRPOTrainer):  # type: ignore[misc, valid-type]
+    if base is None:
+        try:
+            from trl import GRPOTrainer as base
+        except ImportError as err:
+            raise TraceAllocError("missing_dependency", "TreeGRPOTrainer needs trl %s (the package's [trl] extra): %s"
+                                  % (SUPPORTED_TRL, err), field="trl") from None
+    if not callable(getattr(base, PRIVATE_HOOK, None)):
+        raise TraceAllocError("unsupported_version", "%s.%s does not exist in trl %s: TreeGRPOTrainer replaces the advantages "
+                              "it returns and supports trl %s" % (base.__name__, PRIVATE_HOOK, installed_trl_version(),
+                                                                  SUPPORTED_TRL), field="trl")
+
+    class TreeGRPOTrainer(base):  # type: ignore[misc, valid-type]
         """`GRPOTrainer` whose advantages are TRACE's tree advantages, per token: needs
         `rollout_func=TraceRolloutFunc(..., attach_advantages=True)` and a token-summed
         `loss_type` (module docstring)."""
@@ -273,19 +350,26 @@ def _tree_trainer_class() -> type:
                                       "by several completions would not count once; use one of %s"
                                       % (self.loss_type, ", ".join(TOKEN_SUM_LOSSES)), field="loss_type")
 
-        def _generate_and_score_completions(self, inputs: Any) -> Any:
-            output = super()._generate_and_score_completions(inputs)
-            per_token = self.rollout_func.last_token_advantages
-            ids = output["completion_ids"]
-            if per_token is None or len(per_token) != ids.shape[0]:
-                raise TraceAllocError("internal", "tree advantages for %s completions, the batch has %d"
-                                      % (None if per_token is None else len(per_token), ids.shape[0]))
-            advantages = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
-            for i, row in enumerate(per_token):
-                advantages[i, :len(row)] = torch.tensor(row, dtype=torch.float32)
-            output["advantages"] = advantages
-            return output
+    def with_tree_advantages(self: Any, inputs: Any) -> Any:
+        """TRL's scored batch, its (B,) sequence advantages replaced by the (B, T) tree advantages
+        the rollout function attached (TRL's loss takes either shape)."""
+        output = getattr(super(TreeGRPOTrainer, self), PRIVATE_HOOK)(inputs)
+        if not isinstance(output, dict) or "advantages" not in output or "completion_ids" not in output:
+            raise TraceAllocError("unsupported_version", "%s returned no advantages and completion_ids to replace (trl %s; "
+                                  "supported: %s)" % (PRIVATE_HOOK, installed_trl_version(), SUPPORTED_TRL), field="trl")
+        per_token = self.rollout_func.last_token_advantages
+        ids = output["completion_ids"]
+        if per_token is None or len(per_token) != ids.shape[0]:
+            raise TraceAllocError("internal", "tree advantages for %s completions, the batch has %d"
+                                  % (None if per_token is None else len(per_token), ids.shape[0]))
+        advantages = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+        for i, row in enumerate(per_token):
+            advantages[i, :len(row)] = torch.tensor(row, dtype=torch.float32)
+        output["advantages"] = advantages
+        return output
 
+    with_tree_advantages.__name__ = PRIVATE_HOOK
+    setattr(TreeGRPOTrainer, PRIVATE_HOOK, with_tree_advantages)
     TreeGRPOTrainer.__qualname__ = "TreeGRPOTrainer"  # it is this module's attribute once built
     return TreeGRPOTrainer
 

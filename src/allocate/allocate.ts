@@ -1,9 +1,8 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
-import { emptySplit } from './live.js';
 import { resolveAllocateOptions, type AllocateOptions, type ResolvedAllocateOptions } from './options.js';
 import { LargestRemainder } from './rounding.js';
-import { placeTrees, prepareTrees, treeSignalRange, type TreeWork } from './trees.js';
+import { placeTrees, prepareTrees, type TreeWork } from './trees.js';
 import { OptionError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
 
@@ -55,16 +54,15 @@ export function beginAllocation(forest: PackedForest, scores: Scores, options: A
     throw new RangeError(`scores do not match the forest (${scores.weight.length} weights for ${nodeCount} nodes)`);
   }
   const f64 = (n: number) => sharedArray(Float64Array, n);
-  const rows = (rule: ResolvedAllocateOptions['rule']) => (opts.rule === rule ? nodeCount : 0);
+  const i32 = (n: number) => sharedArray(Int32Array, n);
+  const u8 = (n: number) => sharedArray(Uint8Array, n);
   return {
     forest, weight: scores.weight, intensity: scores.intensity, options: opts,
-    live: sharedArray(Uint8Array, nodeCount),
-    split: emptySplit(forest, (Ctor, n) => sharedArray(Ctor as never, n)),
-    priority: f64(nodeCount), signal: f64(treeCount), treeBudget: f64(treeCount), unallocated: f64(treeCount),
-    mass: f64(nodeCount), branches: sharedArray(Int32Array, nodeCount), depth: sharedArray(Int32Array, nodeCount),
-    reach: sharedArray(Uint8Array, rows('v2')), logPsi: f64(rows('v2')), inflow: f64(rows('v1')),
-    childStart: sharedArray(Int32Array, rows('v3')), childCount: sharedArray(Int32Array, rows('v3')), rowIntensity: f64(rows('v3')),
-    nonFinite: sharedArray(Uint8Array, 1),
+    childStart: i32(nodeCount), childCount: i32(nodeCount), rowIntensity: f64(nodeCount),
+    live: u8(nodeCount), kept: u8(nodeCount), pruned: u8(nodeCount), keptWeight: f64(nodeCount), keptCount: i32(nodeCount),
+    priority: f64(nodeCount), inflow: f64(nodeCount), mass: f64(nodeCount), branches: i32(nodeCount), depth: i32(nodeCount),
+    signal: f64(treeCount), treeBudget: f64(treeCount), unallocated: f64(treeCount),
+    nonFinite: u8(1),
   };
 }
 
@@ -88,24 +86,13 @@ export function budgetTrees(work: TreeWork, scores: Scores): number {
 export function finishAllocation(work: TreeWork, unallocatedTotal: number): Allocation {
   return {
     options: work.options, treeBudget: work.treeBudget, unallocated: work.unallocated, unallocatedTotal, mass: work.mass,
-    branches: work.branches, depth: work.depth, priority: work.priority, pruned: work.split.pruned, live: work.live,
+    branches: work.branches, depth: work.depth, priority: work.priority, pruned: work.pruned, live: work.live,
   };
 }
 
 /**
- * Each tree's evidence for the global split, S_t in Q_t = q0 + S_t. v1, v2: the mean intensity
- * of its groups with k ≥ 2 (0 without one). v3: the intensity of the root's group (0 when the
- * root has fewer than two children) — how much its fresh rollouts disagree.
- */
-export function treeSignals(forest: PackedForest, intensity: Scores['intensity'], rule: ResolvedAllocateOptions['rule']): Float64Array {
-  const out = new Float64Array(forest.treeCount);
-  treeSignalRange(forest, intensity, rule, 0, forest.treeCount, out);
-  return out;
-}
-
-/**
  * Global budget: each live tree gets μ plus a share of the rest proportional to
- * Q_t = q0 + S_t (`treeSignals`; q0: 1e-3 under v1, 0.25 by default under v2 and v3); whole
+ * Q_t = q0 + S_t (S_t and q0's default are the rule's: `treeSignal`, `treeFloor`); whole
  * numbers by largest remainder across trees. Returns what could not be placed (all of it when
  * no tree is live).
  */

@@ -1,9 +1,8 @@
 import { OptionError } from '../util/errors.js';
+import type { RuleSetting, RuleSettings } from './rules/rule.js';
+import { DEFAULT_RULE, isRule, ruleList, ruleNamed, rulesReading, RULES, type Rule } from './rules/index.js';
 
-/** The allocation rule: 'v3' (the default), 'v2' or 'v1' (kept exactly for reproducibility). See docs/ALGORITHM.md. */
-export type Rule = 'v1' | 'v2' | 'v3';
-export const RULES: readonly Rule[] = ['v1', 'v2', 'v3'];
-export const DEFAULT_RULE: Rule = 'v3';
+export { DEFAULT_RULE, RULES, type Rule };
 
 /** Allocation settings (docs/ALGORITHM.md, "Allocation"). Every field is optional. */
 export interface AllocateOptions {
@@ -59,28 +58,37 @@ export interface ResolvedAllocateOptions {
 
 export const DEFAULT_BUDGET = 16;
 
-export const DEFAULT_CONTEST_GAIN = 4;
-export const DEFAULT_FORK_KEEP = 0.25;
-export const DEFAULT_TREE_FLOOR_V2 = 0.25;
-/** v3's q0: with Q_t = q0 + I_root ∈ [1, 2), a tree whose fresh rollouts disagree gets at most twice the share of one whose rollouts agree. */
-export const DEFAULT_TREE_FLOOR_V3 = 1;
-/** v1's Q_t floor. */
-export const TREE_FLOOR_V1 = 1e-3;
+/**
+ * A rule-specific setting's value where the rule does not read it (the resolved options carry
+ * every setting): the default of the rules that do.
+ */
+const UNREAD_SETTING: RuleSettings = { widen: 0.5, contestGain: 4, forkKeep: 0.25 };
+
+/** Settings a rule that does not read them refuses; it accepts and ignores the others (as it did before rules could refuse one). */
+const REFUSED_WHERE_UNREAD: readonly RuleSetting[] = ['forkKeep'];
+
+/** The default of a rule-specific setting under `rule`. */
+export function settingDefault(rule: Rule, setting: RuleSetting): number {
+  return ruleNamed(rule).defaults[setting] ?? UNREAD_SETTING[setting];
+}
 
 export function resolveAllocateOptions(options: AllocateOptions = {}, scoredRule?: Rule): ResolvedAllocateOptions {
   const rule = options.rule ?? scoredRule ?? DEFAULT_RULE;
-  check(rule === 'v1' || rule === 'v2' || rule === 'v3', "rule must be 'v1', 'v2' or 'v3'", rule);
+  check(isRule(rule), `rule must be ${ruleList()}`, rule);
   if (scoredRule !== undefined && rule !== scoredRule) throw new OptionError(`rule ${rule} does not match the scores, which were computed with rule ${scoredRule}`);
-  const contestGain = options.contestGain ?? DEFAULT_CONTEST_GAIN;
-  const treeFloor = options.treeFloor ?? (rule === 'v1' ? TREE_FLOOR_V1 : rule === 'v2' ? DEFAULT_TREE_FLOOR_V2 : DEFAULT_TREE_FLOOR_V3);
+  const spec = ruleNamed(rule);
+  const contestGain = options.contestGain ?? settingDefault(rule, 'contestGain');
+  const treeFloor = options.treeFloor ?? spec.treeFloor.default;
   check(Number.isFinite(contestGain) && contestGain >= 0 && contestGain <= 1e6, 'contestGain must be a number in [0, 1e6]', contestGain);
   check(Number.isFinite(treeFloor) && treeFloor > 0 && treeFloor <= 1e6, 'treeFloor must be a number in (0, 1e6]', treeFloor);
-  if (rule === 'v1' && options.treeFloor !== undefined && options.treeFloor !== TREE_FLOOR_V1) throw new OptionError(`treeFloor is fixed at ${TREE_FLOOR_V1} under rule v1`);
-  const forkKeep = options.forkKeep ?? DEFAULT_FORK_KEEP;
+  if (spec.treeFloor.fixed && options.treeFloor !== undefined && options.treeFloor !== spec.treeFloor.default) throw new OptionError(`treeFloor is fixed at ${spec.treeFloor.default} under rule ${rule}`);
+  const forkKeep = options.forkKeep ?? settingDefault(rule, 'forkKeep');
   check(Number.isFinite(forkKeep) && forkKeep >= 0 && forkKeep <= 1, 'forkKeep must be a number in [0, 1]', forkKeep);
-  if (rule !== 'v3' && options.forkKeep !== undefined) throw new OptionError(`forkKeep is a rule v3 setting; rule ${rule} has none`);
+  for (const setting of REFUSED_WHERE_UNREAD) {
+    if (options[setting] !== undefined && spec.defaults[setting] === undefined) throw new OptionError(`${setting} is a rule ${rulesReading(setting).join(' and ')} setting; rule ${rule} has none`);
+  }
   const pruneRatio = options.pruneRatio ?? 0.5;
-  const widen = options.widen ?? 0.5;
+  const widen = options.widen ?? settingDefault(rule, 'widen');
   const baseDepth = options.baseDepth ?? 4;
   const depthGain = options.depthGain ?? 1;
   const minDepth = options.minDepth ?? 1;

@@ -1,6 +1,7 @@
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
 import type { Allocation } from './allocate.js';
+import type { Rule } from './options.js';
 
 export interface NodeAllocation { node: number; branches: number; depth: number }
 export interface NodeScore { node: number; contrast: number; weight: number; gradAlpha: number; gradTau: number }
@@ -19,7 +20,7 @@ export interface TreePlan {
 
 export interface PlanJson {
   /** α, τ and the rule (v3, v2 or v1) that made the plan. */
-  params: { alpha: number; tau: number; rule?: 'v1' | 'v2' | 'v3' };
+  params: { alpha: number; tau: number; rule?: Rule };
   /** Global budget mode only: the total and what no live tree could take. */
   totalBudget?: number;
   unallocated?: number;

@@ -1,24 +1,14 @@
-import type { PackedForest } from '../forest/packed.js';
-import type { RealArray } from '../score/types.js';
+import type { ForestRows } from './rules/rule.js';
 
 /**
- * ln ψ_v for every row: ln ψ_root = 0, ln ψ_c = ln ψ_p + ln(k_p·w_c) (docs/ALGORITHM.md §4,
- * "Path priority"). Kept as a logarithm so that a path of hundreds of wide forks cannot overflow
- * (ψ ≤ k per level) and a branch whose weight underflowed to 0 gets −∞ (ψ = 0), not NaN below.
+ * ψ_v for the tree at rows [lo, hi) (docs/ALGORITHM.md, "Path priority"): ψ_root = 1,
+ * ψ_c = ψ_p·k_p·w_c, into `rows.priority`. Every rule's depths read it; v2's claims too.
  */
-export function logPriority(forest: PackedForest, weight: RealArray): Float64Array {
-  const out = new Float64Array(forest.nodeCount);
-  logPriorityRows(forest, weight, 0, forest.nodeCount, out);
-  return out;
-}
-
-/** `logPriority` for rows [lo, hi), which must be whole trees, into `out`. */
-export function logPriorityRows(forest: PackedForest, weight: RealArray, lo: number, hi: number, out: Float64Array): void {
-  const { parentRow, childGroup, groupOffset } = forest;
+export function pathPriority(rows: Pick<ForestRows, 'parentRow' | 'childCount' | 'weight' | 'priority'>, lo: number, hi: number): void {
+  const { parentRow, childCount, weight, priority } = rows;
   for (let v = lo; v < hi; v++) {
     const p = parentRow[v];
-    if (p < 0) { out[v] = 0; continue; }
-    const g = childGroup[p];
-    out[v] = out[p] + Math.log((groupOffset[g + 1] - groupOffset[g]) * weight[v]);
+    priority[v] = p < 0 ? 1 : priority[p] * childCount[p] * weight[v];
   }
 }
+

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { assertPackedForest, type PackedForest } from '../forest/packed.js';
 import type { Scores } from '../score/types.js';
-import { allocate, treeSignals, type Allocation } from './allocate.js';
-import { liveNodes } from './live.js';
+import { allocate, beginAllocation, type Allocation } from './allocate.js';
 import { resolveAllocateOptions, type AllocateOptions, type Rule } from './options.js';
 import { LargestRemainder } from './rounding.js';
+import { prepareTrees } from './trees.js';
 import { OptionError } from '../util/errors.js';
 
 /**
@@ -18,7 +18,7 @@ export interface ShardShares {
   treeFloor: number;
   /** 1 for a tree with a live root, else 0. */
   live: number[];
-  /** Q_t = q0 + mean intensity of the tree's groups with k ≥ 2 for live trees, 0 for the others. */
+  /** Q_t = q0 + S_t (the rule's signal) for live trees, 0 for the others. */
   q: number[];
   /** Hash of the trees' ids, node counts, liveness, Q and the rule: phase 2 refuses a shard whose state moved. */
   fingerprint: string;
@@ -30,16 +30,18 @@ export interface ShardShares {
  */
 export function globalBudgetShares(forest: PackedForest, scores: Scores, options: AllocateOptions = {}): ShardShares {
   assertPackedForest(forest);
-  const opts = resolveAllocateOptions({ ...options, budget: undefined, totalBudget: undefined }, scores.params.rule);
+  const perTree = { ...options, budget: undefined, totalBudget: undefined };
+  const opts = resolveAllocateOptions(perTree, scores.params.rule);
   const { treeCount, treeOffset } = forest;
   if (scores.intensity.length !== forest.groupCount) throw new RangeError(`scores do not match the forest (${scores.intensity.length} intensities for ${forest.groupCount} groups)`);
-  const liveRows = liveNodes(forest);
-  const signal = treeSignals(forest, scores.intensity, opts.rule);
+  // allocate's own first pass: liveness and S_t exactly as its global split reads them.
+  const work = beginAllocation(forest, scores, perTree);
+  prepareTrees(work, 0, treeCount);
   const live: number[] = new Array(treeCount);
   const q: number[] = new Array(treeCount);
   for (let t = 0; t < treeCount; t++) {
-    live[t] = liveRows[treeOffset[t]];
-    q[t] = live[t] === 0 ? 0 : opts.treeFloor + signal[t];
+    live[t] = work.live[treeOffset[t]];
+    q[t] = live[t] === 0 ? 0 : opts.treeFloor + work.signal[t];
   }
   const sizes = Array.from({ length: treeCount }, (_, t) => treeOffset[t + 1] - treeOffset[t]);
   return { rule: opts.rule, treeFloor: opts.treeFloor, live, q, fingerprint: shareFingerprint(opts.rule, opts.treeFloor, forest.treeIds, sizes, live, q) };

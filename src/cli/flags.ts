@@ -1,4 +1,5 @@
-import { DEFAULT_RULE, type AllocateOptions, type Rule } from '../allocate/options.js';
+import { DEFAULT_RULE, MAX_WHOLE, RULES, type AllocateOptions, type Rule } from '../allocate/options.js';
+import { ruleNamed, rulesReading } from '../allocate/rules/index.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import type { LoadOptions } from '../forest/load.js';
 import type { Backend } from '../backend/select.js';
@@ -68,7 +69,7 @@ export const SCORE_FLAGS = {
   tau: 'number',
   'prune-ratio': 'number',
   widen: 'number',
-  rule: ['v1', 'v2', 'v3'],
+  rule: RULES,
   'contest-gain': 'number',
   'fork-keep': 'number',
   'tree-floor': 'number',
@@ -81,7 +82,7 @@ export const SCORE_FLAGS = {
 } as const satisfies FlagDefs;
 
 /** The flags of every command that reads a forest file. */
-export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int' } as const satisfies FlagDefs;
+export const FOREST_FLAGS = { 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', 'max-input-bytes': 'int' } as const satisfies FlagDefs;
 
 export interface ScoreSettings {
   params: ScoreParams;
@@ -115,11 +116,26 @@ export function scoreSettings(values: FlagValues): ScoreSettings {
   check('tree-floor', (x) => x > 0 && x <= 1e6, 'in (0, 1e6]');
   check('fork-keep', (x) => x >= 0 && x <= 1, 'in [0, 1]');
   const rule = (values.rule as Rule | undefined) ?? DEFAULT_RULE;
-  if (rule === 'v1' && (num('contest-gain') !== undefined || num('tree-floor') !== undefined)) throw new UsageError('--contest-gain and --tree-floor belong to --rule v2 and v3');
-  if (rule !== 'v3' && num('fork-keep') !== undefined) throw new UsageError(`--fork-keep belongs to --rule v3 (the rule is ${rule})`);
+  // A rule-specific flag the rule does not read is refused, except --widen (accepted with a notice, as before rules refused flags).
+  const spec = ruleNamed(rule);
+  for (const [flag, setting] of [['contest-gain', 'contestGain'], ['fork-keep', 'forkKeep']] as const) {
+    if (num(flag) !== undefined && spec.defaults[setting] === undefined) throw new UsageError(`--${flag} belongs to --rule ${rulesReading(setting).join(' and ')} (the rule is ${rule})`);
+  }
+  if (num('tree-floor') !== undefined && spec.treeFloor.fixed) {
+    const settable = RULES.filter((r) => !ruleNamed(r).treeFloor.fixed);
+    throw new UsageError(`--tree-floor belongs to --rule ${settable.join(' and ')} (the rule is ${rule}, whose q0 is fixed at ${spec.treeFloor.default})`);
+  }
   const notices: string[] = [];
-  if (rule !== 'v1' && num('widen') !== undefined) notices.push(`--widen is a --rule v1 setting and has no effect under ${rule} (${rule} widens contested forks through --contest-gain)`);
+  if (num('widen') !== undefined && spec.defaults.widen === undefined) {
+    const through = spec.defaults.contestGain !== undefined ? ` (${rule} widens contested forks through --contest-gain)` : '';
+    notices.push(`--widen is a --rule ${rulesReading('widen').join(' and ')} setting and has no effect under ${rule}${through}`);
+  }
   check('base-depth', (x) => x >= 1, 'an integer >= 1');
+  const baseDepth = num('base-depth');
+  if (baseDepth !== undefined && num('max-depth') === undefined && 4 * baseDepth > MAX_WHOLE) {
+    // Else the error would be about --max-depth, a flag not given.
+    throw new UsageError(`--base-depth ${baseDepth} makes the default --max-depth (4 × --base-depth = ${4 * baseDepth}) larger than ${MAX_WHOLE}: give --max-depth too, or a --base-depth of at most ${Math.floor(MAX_WHOLE / 4)}`);
+  }
   check('depth-gain', (x) => x >= 0, 'a number >= 0');
   check('max-depth', (x) => x >= 1, 'an integer >= 1 (the minimum depth)');
   check('threads', (x) => x >= 1, 'an integer >= 1');
@@ -167,5 +183,11 @@ export function maxInflatedBytesFlag(values: FlagValues): number | undefined {
 /** How `score`, `viz` and `convert` read their forest file, from the forest flags. */
 export function loadOptions(values: FlagValues): LoadOptions {
   const maxInflatedBytes = maxInflatedBytesFlag(values);
-  return { allowUnknownFields: values['allow-unknown-fields'] === true, ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}) };
+  const maxInputBytes = values['max-input-bytes'] as number | undefined;
+  if (maxInputBytes !== undefined && maxInputBytes < 1) throw new UsageError(`--max-input-bytes must be an integer >= 1, got ${maxInputBytes}`);
+  return {
+    allowUnknownFields: values['allow-unknown-fields'] === true,
+    ...(maxInflatedBytes !== undefined ? { maxInflatedBytes } : {}),
+    ...(maxInputBytes !== undefined ? { maxInputBytes } : {}),
+  };
 }

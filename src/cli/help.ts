@@ -1,6 +1,6 @@
-import { DEFAULT_BUDGET, DEFAULT_CONTEST_GAIN, DEFAULT_FORK_KEEP, DEFAULT_RULE, DEFAULT_TREE_FLOOR_V2, DEFAULT_TREE_FLOOR_V3, resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_BUDGET, DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { DEFAULT_PARAMS } from '../score/types.js';
-import { DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_INFLATED_BYTES } from '../forest/limits.js';
+import { DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_INFLATED_BYTES, DEFAULT_MAX_INPUT_BYTES } from '../forest/limits.js';
 import type { FlagDefs, FOREST_FLAGS, SCORE_FLAGS } from './flags.js';
 
 /** What `--help` says about one flag: its value's placeholder, its default (or that it is required) and a one-line meaning. */
@@ -42,9 +42,9 @@ export const SCORE_FLAG_HELP: { readonly [K in keyof typeof SCORE_FLAGS]: FlagHe
   tau: { value: 'T', default: String(DEFAULT_PARAMS.tau), meaning: 'softmax temperature τ > 0' },
   'prune-ratio': { value: 'R', default: String(allocateDefaults.pruneRatio), meaning: 'stop siblings whose weight is below R × the best, R in [0, 1)' },
   rule: { default: DEFAULT_RULE, meaning: 'the scoring and allocation rule of docs/ALGORITHM.md: v3, or v2 and v1 (each kept exactly for reproducibility)' },
-  'contest-gain': { value: 'K', default: String(DEFAULT_CONTEST_GAIN), meaning: 'v3: a contested fork draws K × ψ × its intensity beside the root\'s fresh share of 1; v2: an open node heading a fork claims 1 + K × the fork\'s intensity; K >= 0' },
-  'fork-keep': { value: 'E', default: String(DEFAULT_FORK_KEEP), meaning: 'v3: the part of a contested fork\'s draw that starts new siblings at the fork itself (the rest goes down its kept children), E in [0, 1]' },
-  'tree-floor': { value: 'Q', default: `${DEFAULT_TREE_FLOOR_V3} (v2: ${DEFAULT_TREE_FLOOR_V2})`, meaning: 'v3 and v2, with --total-budget: every live tree\'s weight is Q + its evidence (v3: the intensity of its root\'s fork; v2: its mean intensity), Q > 0' },
+  'contest-gain': { value: 'K', default: String(allocateDefaults.contestGain), meaning: 'v3: a contested fork draws K × ψ × its intensity beside the root\'s fresh share of 1; v2: an open node heading a fork claims 1 + K × the fork\'s intensity; K >= 0' },
+  'fork-keep': { value: 'E', default: String(allocateDefaults.forkKeep), meaning: 'v3: the part of a contested fork\'s draw that starts new siblings at the fork itself (the rest goes down its kept children), E in [0, 1]' },
+  'tree-floor': { value: 'Q', default: `${allocateDefaults.treeFloor} (v2: ${resolveAllocateOptions({ rule: 'v2' }).treeFloor})`, meaning: 'v3 and v2, with --total-budget: every live tree\'s weight is Q + its evidence (v3: the intensity of its root\'s fork; v2: its mean intensity), Q > 0' },
   widen: { value: 'L', default: String(allocateDefaults.widen), meaning: "v1 only: share of an open node's mass kept at it, scaled by its fork's intensity, L in [0, 1]" },
   'base-depth': { value: 'D', default: String(allocateDefaults.baseDepth), meaning: 'the plan\'s depth at a node of uniform priority, depth = clamp(⌊D·ψ^G + ½⌋, 1, X): the fork horizon, steps below the node within which the new branch may fork again (rollouts run to the end); under --rule v1, the steps a rollout takes' },
   'depth-gain': { value: 'G', default: String(allocateDefaults.depthGain), meaning: 'how strongly priority ψ stretches depth' },
@@ -59,6 +59,7 @@ export const FOREST_FLAG_HELP: { readonly [K in keyof typeof FOREST_FLAGS]: Flag
   'allow-unknown-fields': { default: 'off', meaning: 'accept (and ignore) fields that trees and nodes do not have, e.g. text or logprobs kept beside the forest' },
   'max-group-size': { value: 'N', default: String(DEFAULT_MAX_GROUP_SIZE), meaning: 'refuse (exit 2, naming the tree, node and size) a node with more than N children: scoring a group costs O(children² · dim)' },
   'max-inflated-bytes': { value: 'N', default: `${DEFAULT_MAX_INFLATED_BYTES} (2 GiB)`, meaning: "refuse (exit 2) a compressed .npz whose arrays inflate to more than N bytes in all: memory use follows the inflated size, not the file's" },
+  'max-input-bytes': { value: 'N', default: `${DEFAULT_MAX_INPUT_BYTES} (2 GiB)`, meaning: 'refuse (exit 2) an input of more than N bytes: a file from its size, before reading it; standard input, a named pipe or a device (/dev/zero) as soon as it has sent more' },
 };
 
 const WIDTH = 100;

@@ -31,6 +31,13 @@ export class FrameReader {
   /** A payload being read: incoming bytes are copied straight into it. */
   private sink: { out: Uint8Array; filled: number } | undefined;
   private source: Readable | undefined;
+  /**
+   * Set when `accept` asked the source to wait. A pipe read through `onread` stops reading
+   * without marking itself paused (`isPaused()` stays false), so this flag, not `isPaused()`,
+   * says whether to resume: trusting `isPaused()` left such a pipe stopped for good once the
+   * queue filled, and the service exited at the next empty event loop with lines unanswered.
+   */
+  private throttled = false;
 
   constructor(private readonly maxBytes: number, stream?: Readable) {
     if (stream === undefined) return;
@@ -85,7 +92,9 @@ export class FrameReader {
       this.chunks.push(transient ? Buffer.from(rest) : Buffer.from(rest.buffer, rest.byteOffset, rest.length));
     }
     this.notify();
-    return this.chunks.length <= MAX_QUEUED;
+    const room = this.chunks.length <= MAX_QUEUED;
+    if (!room) this.throttled = true;
+    return room;
   }
 
   /** The next line, or undefined at end of input or after `stop()` (a last unterminated line comes first). */
@@ -177,7 +186,11 @@ export class FrameReader {
   }
 
   private resumeIfRoom(): void {
-    if (this.source !== undefined && this.chunks.length <= MAX_QUEUED && !this.ended && this.source.isPaused()) this.source.resume();
+    if (this.source === undefined || this.chunks.length > MAX_QUEUED || this.ended || this.stopped) return;
+    if (this.throttled || this.source.isPaused()) {
+      this.throttled = false;
+      this.source.resume();
+    }
   }
 
   private async take(): Promise<Buffer | undefined> {

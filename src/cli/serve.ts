@@ -2,7 +2,7 @@ import { constants } from 'node:buffer';
 import { once } from 'node:events';
 import { LiveSession } from '../live/protocol.js';
 import { DEFAULT_PARAMS, PARAM_MAX, PARAM_MIN } from '../score/types.js';
-import { DEFAULT_RULE, type Rule } from '../allocate/options.js';
+import { DEFAULT_RULE, RULES, type Rule } from '../allocate/options.js';
 import { FrameReader } from './lines.js';
 import { maxGroupSizeFlag, maxInflatedBytesFlag, parseFlags, UsageError } from './flags.js';
 import { defineCommand, FOREST_FLAG_HELP, VERBOSE_MEANING } from './help.js';
@@ -15,6 +15,9 @@ const MAX_REQUEST_BYTES_LIMIT = 0x1fffffe8;
 /** The longest `add-columns` payload: what one buffer can hold (4 GiB in Node 20). */
 const MAX_BATCH_BYTES_LIMIT = constants.MAX_LENGTH;
 
+/** The forest flags serve takes: it reads no file, so --max-input-bytes is not one (--max-request-bytes caps its lines). */
+const { 'max-input-bytes': _filesOnly, ...SERVE_FOREST_FLAG_HELP } = FOREST_FLAG_HELP;
+
 export const SERVE_COMMAND = defineCommand({
   name: 'serve',
   operands: '--stdio',
@@ -23,9 +26,10 @@ stdout, in order (add-tree, add-nodes, update, finish-rollout, remove-tree, plan
 stats, set-params, values, and add-columns: a columnar batch as raw bytes after its header line).
 Errors are responses ({"ok": false, "error": {"code", "message"}}), never
 an exit; the forest survives malformed lines. Ends with exit 0 at end of input, when the
-client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight).
+client closes stdout, or on SIGTERM/SIGINT (after answering the request in flight; requests
+not yet started get no answer); a second signal ends it without answering (exit 143 / 130).
 Protocol: docs/PROTOCOL.md.`,
-  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: ['v1', 'v2', 'v3'],
+  flags: { stdio: 'boolean', backend: ['auto', 'gpu', 'cpu'], dim: 'int', alpha: 'number', tau: 'number', rule: RULES,
     'max-request-bytes': 'int', 'max-batch-bytes': 'int', 'allow-unknown-fields': 'boolean', 'max-group-size': 'int', 'max-inflated-bytes': 'int', threads: 'int', verbose: 'boolean' },
   docs: {
     stdio: { required: true, meaning: 'serve JSON Lines on stdin/stdout (the only transport)' },
@@ -38,7 +42,7 @@ Protocol: docs/PROTOCOL.md.`,
     'max-batch-bytes': { value: 'N', default: `${MAX_BATCH_BYTES_LIMIT} (what one buffer can hold)`, meaning: "longest add-columns payload in bytes; a longer one is answered with a request_too_large error carrying the request's id, then skipped unread" },
     threads: { value: 'N', default: 'available parallelism', meaning: 'CPU threads for large re-scores on the cpu backend (a batch of new trees, new α/τ); small ones stay on one; plans are the same for any N' },
     verbose: { default: 'off', meaning: VERBOSE_MEANING },
-    ...FOREST_FLAG_HELP,
+    ...SERVE_FOREST_FLAG_HELP,
   },
 });
 
@@ -84,7 +88,8 @@ export async function runServe(argv: string[]): Promise<number> {
   };
   // The client went away (EPIPE and the like): stop quietly, as at end of input.
   process.stdout.on('error', () => { closed = true; lines.stop(); });
-  // SIGTERM/SIGINT: answer the request in flight, then end with 0; a second signal ends at once.
+  // SIGTERM/SIGINT: no further request starts; the one in flight is answered, then exit 0. A
+  // second signal ends the service at once, without answering (128 + the signal's number).
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143);
@@ -121,6 +126,12 @@ export async function runServe(argv: string[]): Promise<number> {
           out = JSON.stringify({ id: null, ok: false, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } });
         }
       }
+      // Signals are delivered only when the event loop turns, and a request computed on this
+      // thread (a re-score, a plan) never lets it turn: without this, every queued line would be
+      // answered before a SIGTERM was even seen. Turning it here, before the answer goes out,
+      // lets a first signal stop the requests after this one, and a second end the service
+      // before this answer is written.
+      await turnEventLoop();
       if (out !== undefined) await write(out);
     }
   } finally {
@@ -130,6 +141,16 @@ export async function runServe(argv: string[]): Promise<number> {
     lines.destroy(); // nothing more is read; lets the process exit
   }
   return 0;
+}
+
+/**
+ * Resolves once the event loop has gone through its poll phase, where libuv delivers signals:
+ * an immediate scheduled from the poll phase runs in the check phase right after it, so the
+ * second one, scheduled from a check phase, runs only after the next poll.
+ */
+async function turnEventLoop(): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

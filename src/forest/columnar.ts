@@ -66,6 +66,7 @@ export function columnsFromNdArrays(arrays: ReadonlyMap<string, NdArray>, source
   else fail('tree_offset', 'the column is required (or a per-row "tree" index, or a per-row "tree_id")');
   const treeCount = treeOffset!.length - 1;
   if (treeCount < 0) fail('tree_offset', 'must have T+1 entries (T trees), got none');
+  if (offsetArr) checkTreeOffsets(treeOffset!, nodeCount, source);
   const locate = locator(treeOffset!, nodeCount);
 
   let treeIds: string[];
@@ -200,6 +201,20 @@ function terminalColumn(a: Extract<NdArray, { kind: 'numeric' }> | undefined, no
 }
 
 /** A per-row tree index must count up from 0 in steps of 0 or 1 (rows in tree order). */
+/**
+ * `tree_offset` must start at 0, never decrease and end at the row count: said here, naming the
+ * column, instead of as a mismatch of some other column's length (or of packColumns' own names).
+ */
+function checkTreeOffsets(offsets: Int32Array, nodeCount: number, source: string): void {
+  const fail = (reason: string) => { throw new ForestError({ field: 'tree_offset' }, `${source}: ${reason}`); };
+  if (offsets[0] !== 0) fail(`must start at 0 (the first tree's first row), got ${offsets[0]}`);
+  for (let t = 0; t + 1 < offsets.length; t++) {
+    if (offsets[t + 1] < offsets[t]) fail(`must not decrease: entry ${t + 1} is ${offsets[t + 1]}, after ${offsets[t]}`);
+  }
+  const last = offsets[offsets.length - 1];
+  if (last !== nodeCount) fail(`must end at the number of rows (${nodeCount}, the length of "parent"), got ${last}`);
+}
+
 function offsetsFromTreeIndex(data: NumericArray, nodeCount: number, source: string): Int32Array {
   if (data.length !== nodeCount) throw new ForestError({ field: 'tree' }, `${source}: column has ${data.length} entries, expected ${nodeCount}`);
   const offsets: number[] = [0];

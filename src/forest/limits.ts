@@ -16,6 +16,17 @@ export const DEFAULT_MAX_GROUP_SIZE = 4096;
  */
 export const DEFAULT_MAX_INFLATED_BYTES = 2 ** 31;
 
+/**
+ * Default cap on the bytes of one forest input (`--max-input-bytes`, `maxInputBytes`): a regular
+ * file over it is refused from its size before anything is read; a stream (standard input, a
+ * named pipe, a device such as /dev/zero) is read until its end or until it passes the cap.
+ * The same 2 GiB as the inflated-size cap; W1 (4096 trees × 85 nodes, dim 128) is 188 MB as an `.npz`.
+ */
+export const DEFAULT_MAX_INPUT_BYTES = 2 ** 31;
+
+/** What names the input cap in errors: the CLI flag and the library option. */
+export const MAX_INPUT_BYTES_NAME = '--max-input-bytes (maxInputBytes)';
+
 /** A `maxGroupSize` setting as given, if it is an integer ≥ 1 or Infinity (no cap); else an OptionError. */
 export function checkMaxGroupSize(max: number): number {
   if (max === Infinity || (Number.isSafeInteger(max) && max >= 1)) return max;

@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { decodeArrow } from './arrow.js';
 import { packNdArrays } from './columnar.js';
+import { constants as bufferConstants } from 'node:buffer';
 import { describeValue, ForestError } from './errors.js';
 import { decodeNpz, type NpzOptions } from './npz.js';
-import { readFileShared, withFileSource } from './source.js';
+import { DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_BYTES_NAME } from './limits.js';
+import { fileSource, readStreamCapped } from './source.js';
 import type { ForestInput, TreeInput } from './input.js';
 import { packForest, type PackOptions, type PackedForest } from './packed.js';
 
@@ -29,8 +31,11 @@ export function formatOfPath(path: string): ForestFormat | ColumnarFormat | unde
   return undefined;
 }
 
-/** How forest files are read: packing options, and the cap on what a compressed `.npz` inflates to. */
-export type LoadOptions = PackOptions & NpzOptions;
+/**
+ * How forest files are read: packing options, the cap on what a compressed `.npz` inflates to,
+ * and `maxInputBytes`, the most bytes the input may hold (default `DEFAULT_MAX_INPUT_BYTES`).
+ */
+export type LoadOptions = PackOptions & NpzOptions & { maxInputBytes?: number };
 
 /** Packs a columnar forest held in memory (`.npz` or Arrow IPC, sniffed unless given). */
 export function parseColumnarForest(bytes: Uint8Array, source: string, format = sniffColumnar(bytes), options: NpzOptions = {}): PackedForest {
@@ -63,36 +68,68 @@ export function parseForest(text: string, format?: ForestFormat, options: PackOp
 }
 
 /**
- * Reads a forest from a path (`-` reads stdin). `.jsonl`/`.ndjson` are JSON Lines, `.json` is
- * JSON; anything else is sniffed. JSON Lines is decoded line by line from the bytes, so files
- * beyond V8's ~512 MiB string limit still load.
+ * Reads a forest from a path (`-` reads stdin). A regular file's format is its extension's
+ * (`.jsonl`/`.ndjson` JSON Lines, `.json` JSON, `.npz`, `.arrow`…); anything else is sniffed.
+ * A stream that is not a regular file (standard input, a named pipe, a device) is read whole
+ * first, under the same `maxInputBytes` cap, and told apart by its first bytes, whatever its
+ * name: its extension cannot be checked against a size or read from the end. JSON Lines is
+ * decoded line by line from the bytes, so files beyond V8's ~512 MiB string limit still load;
+ * a line past that limit is refused, naming it.
  */
 export function loadForestFile(path: string, options: LoadOptions = {}): PackedForest {
-  const named = path === '-' ? undefined : formatOfPath(path);
-  // Each array read once, aligned, into its own buffer: never the whole file and its arrays at once.
-  if (named === 'npz') return withFileSource(path, (source) => packNdArrays(decodeNpz(source, path, options), path));
-  // In place: an Arrow file's buffers are aligned within it, so columns are views of this one buffer.
-  if (named === 'arrow') return packNdArrays(decodeArrow(readFileShared(path), path), path);
-  let bytes: Buffer;
+  const maxBytes = options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
+  if (!(Number.isSafeInteger(maxBytes) && maxBytes >= 1)) throw new ForestError({}, `maxInputBytes must be an integer >= 1, got ${describeValue(maxBytes)}`);
+  const source = path === '-' ? 'standard input' : path;
+  let fd: number;
   try {
-    bytes = readFileSync(path === '-' ? 0 : path);
+    fd = path === '-' ? 0 : openSync(path, 'r');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new ForestError({}, `cannot read ${path === '-' ? 'standard input' : path}: ${e.code ?? e.message}`);
+    throw new ForestError({}, `cannot read ${source}: ${e.code ?? e.message}`);
   }
-  const source = path === '-' ? 'standard input' : path;
-  // These bytes are ours (read just now): an .npz's misaligned arrays may move within them.
-  if (named === undefined && sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source, undefined, { ...options, movable: true });
-  const format = named as ForestFormat | undefined;
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw new ForestError({}, `${source} is a folder, not a forest file`);
+    if (!stat.isFile()) {
+      const bytes = readStreamCapped(fd, maxBytes, source, MAX_INPUT_BYTES_NAME);
+      return parseForestBytes(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), source, textFormatOf(path), options);
+    }
+    if (stat.size > maxBytes) throw new ForestError({}, `${source} is ${stat.size} bytes, more than the ${maxBytes} that ${MAX_INPUT_BYTES_NAME} allows; raise it to read it`);
+    const named = path === '-' ? undefined : formatOfPath(path);
+    const file = fileSource(fd, stat.size, source);
+    // Each array read once, aligned, into its own buffer: never the whole file and its arrays at once.
+    if (named === 'npz') return packNdArrays(decodeNpz(file, path, options), path);
+    // In place: an Arrow file's buffers are aligned within it, so columns are views of this one buffer.
+    if (named === 'arrow') return packNdArrays(decodeArrow(file.aligned(0, stat.size, 8), path), path);
+    if (stat.size > MAX_BUFFER_BYTES) throw new ForestError({}, `${source} is ${stat.size} bytes, more than one buffer holds (${MAX_BUFFER_BYTES}); write it as .npz or Arrow, whose arrays are read one by one`);
+    return parseForestBytes(Buffer.from(file.view(0, stat.size).buffer), source, named === 'json' || named === 'jsonl' ? named : undefined, options);
+  } finally {
+    if (path !== '-') closeSync(fd);
+  }
+}
+
+/** The text format a path's extension names (JSON or JSON Lines), if any. */
+function textFormatOf(path: string): ForestFormat | undefined {
+  const named = path === '-' ? undefined : formatOfPath(path);
+  return named === 'json' || named === 'jsonl' ? named : undefined;
+}
+
+/** A forest from bytes read just now: a columnar container by its first bytes, else JSON text (`format`, or sniffed). */
+function parseForestBytes(bytes: Buffer, source: string, format: ForestFormat | undefined, options: LoadOptions): PackedForest {
+  // These bytes are ours: an .npz's misaligned arrays may move within them.
+  if (sniffColumnar(bytes) !== undefined) return parseColumnarForest(bytes, source, undefined, { ...options, movable: true });
   bytes = withoutByteOrderMark(bytes);
   const whole = () => (bytes.length < MAX_STRING_BYTES ? bytes.toString('utf8') : undefined);
   if (format === 'jsonl') return packForest(parseJsonLines(linesOf(bytes), whole), options);
   if (bytes.length >= MAX_STRING_BYTES) {
-    if (format === 'json') throw new ForestError({}, `${path} is ${bytes.length} bytes, too large for one JSON document; write it as JSON Lines (.jsonl) instead`);
+    if (format === 'json') throw new ForestError({}, `${source} is ${bytes.length} bytes, too large for one JSON document; write it as JSON Lines (.jsonl) instead`);
     return packForest(parseJsonLines(linesOf(bytes)), options);
   }
   return parseForest(bytes.toString('utf8'), format, options);
 }
+
+/** The longest Buffer Node can allocate (4 GiB in Node 20). */
+const MAX_BUFFER_BYTES = bufferConstants.MAX_LENGTH;
 
 /** A UTF-8 byte-order mark (some Windows tools write one) is not JSON. */
 function withoutByteOrderMark(bytes: Buffer): Buffer {
@@ -102,11 +139,18 @@ function withoutByteOrderMark(bytes: Buffer): Buffer {
 /** V8's maximum string length in UTF-16 units (bytes are an upper bound on that). */
 const MAX_STRING_BYTES = 0x1fffffe8;
 
+/**
+ * The lines of JSON Lines bytes as strings. A line longer than V8's string limit cannot be
+ * decoded at all (past 2 GiB, decoding it aborts the process): it is refused, naming the line.
+ */
 function* linesOf(bytes: Buffer): Generator<string> {
   let start = 0;
-  while (start < bytes.length) {
+  for (let line = 1; start < bytes.length; line++) {
     let end = bytes.indexOf(10, start);
     if (end < 0) end = bytes.length;
+    if (end - start > MAX_STRING_BYTES) {
+      throw new ForestError({ line }, `the line is ${end - start} bytes, longer than the longest line JSON Lines can hold here (${MAX_STRING_BYTES} bytes, V8's string limit): one tree per line, each shorter`);
+    }
     yield bytes.toString('utf8', start, end);
     start = end + 1;
   }

@@ -17,7 +17,7 @@ export function packColumns(columns: ForestColumns, options: PackOptions = {}): 
   if (!Number.isInteger(dim) || dim < 0) throw new ForestError({ field: 'dim' }, `must be an integer >= 0, got ${describeValue(dim)}`);
   const treeCount = treeIds.length;
   if (treeOffset.length !== treeCount + 1 || treeOffset[0] !== 0) {
-    throw new ForestError({}, `treeOffset must have ${treeCount + 1} entries starting at 0`);
+    throw new ForestError({ field: 'treeOffset' }, `must have ${treeCount + 1} entries (one per tree id, and one more) starting at 0, got ${treeOffset.length} starting at ${treeOffset[0]}`);
   }
   const nodeCount = treeOffset[treeCount];
   for (const [name, col] of [['parent', parent], ['reward', reward], ['visits', visits], ['uncertainty', uncertainty], ['terminal', terminal]] as const) {

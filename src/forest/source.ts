@@ -57,27 +57,63 @@ export function withFileSource<T>(path: string, use: (source: ByteSource) => T):
     throw new ForestError({}, `cannot read ${path}: ${e.code ?? e.message}`);
   }
   try {
-    const size = fstatSync(fd).size;
-    const read = (target: Uint8Array, offset: number) => {
-      let done = 0;
-      while (done < target.length) {
-        const n = readSync(fd, target, done, target.length - done, offset + done);
-        if (n === 0) throw new ForestError({}, `${path}: the file ended at byte ${offset + done} while reading it (it is being changed?)`);
-        done += n;
-      }
-      return target;
-    };
-    return use({
-      size,
-      view: (offset, length) => read(new Uint8Array(length), offset),
-      aligned: (offset, length) => read(sharedArray(Uint8Array, length), offset),
-    });
+    return use(fileSource(fd, fstatSync(fd).size, path));
   } finally {
     closeSync(fd);
   }
 }
 
+/** Positional reads of the first `size` bytes of an open regular file (`name` for errors). */
+export function fileSource(fd: number, size: number, name: string): ByteSource {
+  const read = (target: Uint8Array, offset: number) => {
+    let done = 0;
+    while (done < target.length) {
+      const n = readSync(fd, target, done, target.length - done, offset + done);
+      if (n === 0) throw new ForestError({}, `${name}: the file ended at byte ${offset + done} while reading it (it is being changed?)`);
+      done += n;
+    }
+    return target;
+  };
+  return {
+    size,
+    view: (offset, length) => read(new Uint8Array(length), offset),
+    aligned: (offset, length) => read(sharedArray(Uint8Array, length), offset),
+  };
+}
+
 /** A whole file in one buffer over shared memory (Arrow files are read in place: their buffers are aligned within the file). */
 export function readFileShared(path: string): Uint8Array {
   return withFileSource(path, (source) => source.aligned(0, source.size, 8));
+}
+
+/** How long a read of a pipe whose writer has nothing yet (EAGAIN) waits before it tries again. */
+const RETRY_MS = 2;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Every byte of a stream that is not a regular file — standard input, a named pipe, a
+ * character device such as /dev/zero — read in chunks until its end, refused (a `ForestError`
+ * naming `flag`) as soon as it holds more than `maxBytes`: its size is not known beforehand,
+ * and a stream without end must not fill the memory.
+ */
+export function readStreamCapped(fd: number, maxBytes: number, name: string, flag: string): Uint8Array {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.min(1 << 20, maxBytes - total + 1));
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'EAGAIN') { Atomics.wait(sleeper, 0, 0, RETRY_MS); continue; }
+      if (e.code === 'EOF') break;
+      throw new ForestError({}, `cannot read ${name}: ${e.code ?? e.message}`);
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > maxBytes) throw new ForestError({}, `${name} holds more than ${maxBytes} bytes, the most ${flag} allows; raise it to read more`);
+    chunks.push(n === chunk.length ? chunk : chunk.subarray(0, n));
+  }
+  return Buffer.concat(chunks, total);
 }

@@ -27,7 +27,7 @@ export type RolloutInput = { tree: string; reward: number; path?: readonly numbe
 export interface ExtensionResult {
   /** Nodes added. */
   added: number;
-  /** Per tree that got nodes: the index of its first new node. */
+  /** Per tree that got nodes: the index of its first new node (no prototype: any id, `__proto__` too, is a key). */
   first: Record<string, number>;
   updated: number;
   rollouts: number;
@@ -46,7 +46,7 @@ export function extendStore(store: LiveStore, change: ForestExtension): Extensio
 
   // Updates first: their rows are read before new nodes may move a tree's slab.
   store.applyUpdates(updates, updateRows);
-  const first: Record<string, number> = {};
+  const first = Object.create(null) as Record<string, number>;
   let added = 0;
   for (const t of trees) {
     first[t.id] = store.appendNodes(t.slot, t.nodes, t.parents);

@@ -6,11 +6,12 @@ import { GpuDeviceLostError } from '../gpu/errors.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
 import type { LiveBackend } from './backend.js';
 import { LivePlanner, reportedSettings, type LivePlanOptions, type LivePlanSummary } from './plan.js';
-import { LiveStore, type NodeUpdate } from './store.js';
+import { LiveError, LiveStore, type NodeUpdate } from './store.js';
 import { checkGathered, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
 import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
 import { OptionError } from '../util/errors.js';
 import { liveShares, type ShareOptions } from './shards.js';
+import { checkConcurrency, LivePlacements, type Placement } from './placement.js';
 
 export interface LiveStats {
   backend: 'cpu' | 'gpu';
@@ -55,6 +56,7 @@ export interface TreeValues {
 export class LiveForest {
   readonly store: LiveStore;
   private readonly planner: LivePlanner;
+  private readonly placements: LivePlacements;
   private params: ScoreParams;
   private dirtyScratch = new Int32Array(0);
   private counters = { rescores: 0, rescoredGroups: 0, plans: 0, replannedTrees: 0 };
@@ -74,6 +76,7 @@ export class LiveForest {
   constructor(dim: number, backend: LiveBackend, params?: Partial<ScoreParams>, private readonly recovery: { fallback?: () => LiveBackend; onNotice?: (message: string) => void; allowUnknownFields?: boolean } = {}) {
     this.store = new LiveStore(dim, { allowUnknownFields: recovery.allowUnknownFields === true });
     this.planner = new LivePlanner(this.store);
+    this.placements = new LivePlacements(this.store);
     this.params = resolveParams(params);
     this.backendNow = backend;
     backend.attach(this.store);
@@ -112,7 +115,8 @@ export class LiveForest {
     this.checkIdle('replace trees');
     const replaced = forest.treeIds.filter((id) => this.store.hasTree(id));
     this.store.checkForest(forest, new Set(replaced));
-    for (const id of replaced) this.store.removeTree(id);
+    this.store.removeTrees(replaced);
+    this.placements.forget(replaced);
     this.addForest(forest);
     return replaced;
   }
@@ -146,8 +150,14 @@ export class LiveForest {
   }
 
   removeTree(treeId: string): void {
-    this.checkIdle('remove a tree');
-    this.store.removeTree(treeId);
+    this.removeTrees([treeId]);
+  }
+
+  /** Removes several trees at once (all or none: an unknown id removes nothing); linear in the forest. */
+  removeTrees(treeIds: readonly string[]): void {
+    this.checkIdle('remove trees');
+    this.store.removeTrees(treeIds);
+    this.placements.forget(treeIds);
   }
 
   /** Changes α, τ or the rule: every group's scores change. */
@@ -220,10 +230,37 @@ export class LiveForest {
       s.markAllDirty();
       return this.rescoreNow();
     }
+    this.checkScoresFinite(parents, count);
     this.planner.rescored(parents, count);
     this.counters.rescores++;
     this.counters.rescoredGroups += count;
     return count;
+  }
+
+  /**
+   * No plan is ever built from a NaN or infinite score: the inputs are finite and the scorers
+   * keep them so, and if a group still scored to a non-finite value, it stays dirty (every
+   * later plan, `scores` or `global-shares` fails the same way) and the call fails naming the
+   * tree, the node and the field, the counters untouched.
+   */
+  private checkScoresFinite(parents: Int32Array, count: number): void {
+    const s = this.store;
+    const { childStart, childCount, child, contrast, weight, gradAlpha, gradTau, intensity } = s;
+    for (let q = 0; q < count; q++) {
+      const p = parents[q];
+      let bad: { row: number; field: string } | undefined = Number.isFinite(intensity[p]) ? undefined : { row: p, field: 'intensity' };
+      for (let i = childStart[p], end = i + childCount[p]; bad === undefined && i < end; i++) {
+        const c = child[i];
+        if (!Number.isFinite(contrast[c])) bad = { row: c, field: 'contrast' };
+        else if (!Number.isFinite(weight[c])) bad = { row: c, field: 'weight' };
+        else if (!Number.isFinite(gradAlpha[c])) bad = { row: c, field: 'gradAlpha' };
+        else if (!Number.isFinite(gradTau[c])) bad = { row: c, field: 'gradTau' };
+      }
+      if (bad === undefined) continue;
+      for (let i = 0; i < count; i++) s.markGroup(parents[i]);
+      const slot = s.rowTree[bad.row];
+      throw new LiveError('invalid_value', s.at(slot, bad.row - s.slotStart[slot], bad.field), 'scored to a non-finite value from finite inputs; nothing was planned (please report the forest)');
+    }
   }
 
   /** Re-scores what changed, then re-allocates what changed (docs/ALGORITHM.md §4). */
@@ -231,6 +268,7 @@ export class LiveForest {
     this.planner.check(options, this.params.rule); // a rejected plan must not re-score or count anything
     await this.rescore();
     const summary = this.planner.plan(options, this.params.rule);
+    this.placements.replanned(summary.replanned);
     this.planned = true;
     this.sharded = undefined;
     this.counters.plans++;
@@ -239,13 +277,36 @@ export class LiveForest {
   }
 
   /**
+   * Continuous placement (docs/ALGORITHM.md, "Continuous placement"): releases the slots of
+   * the rollouts that ended (`release`, their tickets), plans the round of
+   * `options.totalBudget` rollouts (the driver's concurrency) with the evidence now, and
+   * returns `count` new rollouts, each at the node where that plan wants the most rollouts
+   * beyond those running there. Every part is checked before anything changes.
+   */
+  async place(count: number, options: LivePlanOptions, release?: unknown): Promise<{ placements: Placement[]; summary: LivePlanSummary; inFlight: number }> {
+    checkConcurrency(options.totalBudget);
+    if (!Number.isInteger(count) || count < 0 || count > 0x7fffffff) throw new OptionError(`"count" must be an integer in [0, 2147483647], got ${String(count)}`);
+    const tickets = this.placements.checkRelease(release);
+    const summary = await this.plan(options);
+    this.placements.release(tickets);
+    const placements = this.placements.place(count);
+    return { placements, summary, inFlight: this.placements.inFlight };
+  }
+
+  /** Rollouts placed by `place` and not yet released. */
+  get inFlight(): number { return this.placements.inFlight; }
+
+  /**
    * Phase 1 of a global budget over sharded forests (docs/PROTOCOL.md, "Many shards"):
    * re-scores what changed, then returns each tree's liveness and weight Q_t.
    */
   async globalShares(options: ShareOptions = {}): Promise<ShardShares> {
     resolveAllocateOptions({ ...options, rule: this.params.rule }); // a bad q0 re-scores nothing
     await this.rescore();
-    return liveShares(this.store, this.params.rule ?? DEFAULT_RULE, options);
+    const shares = liveShares(this.store, this.params.rule ?? DEFAULT_RULE, options);
+    const t = shares.q.findIndex((q) => !Number.isFinite(q));
+    if (t >= 0) throw new Error(`global-shares: tree ${JSON.stringify(this.treeIds()[t])} has a non-finite weight ${shares.q[t]}`);
+    return shares;
   }
 
   /**
@@ -346,6 +407,10 @@ export class LiveForest {
       visits[i] = s.visits[r];
       uncertainty[i] = s.uncertainty[r];
       terminal[i] = s.terminal[r] === 1;
+      // Inputs are finite and means stay finite (`runningMean`); a NaN here would go out as null.
+      if (!Number.isFinite(reward[i]) || !Number.isFinite(visits[i]) || !Number.isFinite(uncertainty[i])) {
+        throw new Error(`tree ${JSON.stringify(treeId)}, node ${i}: a non-finite value (reward ${reward[i]}, visits ${visits[i]}, uncertainty ${uncertainty[i]})`);
+      }
     }
     return { parent, reward, visits, uncertainty, terminal };
   }

@@ -2,7 +2,7 @@ import { ForestError, describeValue } from '../forest/errors.js';
 import type { NodeInput, TreeInput } from '../forest/input.js';
 import { DEFAULT_MAX_GROUP_SIZE } from '../forest/limits.js';
 import { packForest } from '../forest/packed.js';
-import { DEFAULT_RULE, resolveAllocateOptions } from '../allocate/options.js';
+import { DEFAULT_RULE, MAX_WHOLE, resolveAllocateOptions } from '../allocate/options.js';
 import { checkGathered, shareFingerprint, splitGathered, StaleSharesError, type ShardShares } from '../allocate/shards.js';
 import type { Backend } from '../backend/select.js';
 import { resolveParams, type ScoreParams } from '../score/types.js';
@@ -63,6 +63,7 @@ const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly 
   ['finish-rollout', ['tree', 'path', 'leaf', 'reward']],
   ['remove-tree', ['tree', 'trees']],
   ['plan', [...PLAN_FIELDS, 'scores', 'trees', 'changed']],
+  ['place', [...PLAN_FIELDS.filter((k) => k !== 'budget'), 'count', 'release']],
   ['scores', ['trees']],
   ['values', ['trees']],
   ['stats', []],
@@ -138,9 +139,13 @@ export class LiveSession {
 
   async handle(request: unknown, payload?: Uint8Array): Promise<Response> {
     const id = request !== null && typeof request === 'object' && !Array.isArray(request) ? (request as { id?: unknown }).id ?? null : null;
+    const before = this.forest;
     try {
       return { id, ok: true, result: await this.dispatch(request, payload) };
     } catch (err) {
+      // A refused request changes nothing, so a forest it created goes with it: the first tree
+      // fixes the dim, and a refused first batch must not fix it for the trees that follow.
+      if (before === undefined && this.forest !== undefined) this.destroy();
       return failure(id, toProtocolError(err));
     }
   }
@@ -200,11 +205,12 @@ export class LiveSession {
         if (ids.length === 0) return { removed: 0, trees: this.forest?.treeCount ?? 0 };
         const live = this.need(ids[0]);
         for (const id of ids) live.store.slotOf(id); // all or nothing
-        if (new Set(ids).size !== ids.length) throw new RequestError('invalid_request', '"trees" lists a tree twice');
-        for (const id of ids) live.removeTree(id as string);
+        checkDistinct(ids);
+        live.removeTrees(ids as string[]);
         return { removed: ids.length, trees: live.treeCount };
       }
       case 'plan': return this.plan(req);
+      case 'place': return this.place(req);
       case 'global-shares': {
         if (req.treeFloor !== undefined && typeof req.treeFloor !== 'number') throw new RequestError('invalid_options', `"treeFloor" must be a number, got ${describeValue(req.treeFloor)}`);
         const options = req.treeFloor === undefined ? {} : { treeFloor: req.treeFloor as number };
@@ -219,9 +225,12 @@ export class LiveSession {
       case 'plan-shard': return this.planShard(req);
       case 'scores': {
         const live = this.forest;
-        if (live === undefined) return { params: this.params(), trees: [] };
+        if (live === undefined) {
+          this.treeList(undefined, req.trees);
+          return { params: this.params(), trees: [] };
+        }
+        const ids = this.treeList(live, req.trees); // before the re-score: a refused request re-scores nothing
         await live.rescore();
-        const ids = this.treeList(live, req.trees);
         return { params: live.scoreParams, trees: ids.map((tree) => ({ id: tree, ...live.treeScores(tree) })) };
       }
       case 'values': {
@@ -260,19 +269,25 @@ export class LiveSession {
 
   private get allowUnknownFields(): boolean { return this.options.allowUnknownFields === true; }
 
+  /** The first trees fix the dimension: every check `add-tree` makes (group sizes too) runs before the forest exists. */
+  private checkFirst(trees: TreeInput[]): void {
+    const withIds = trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && t.id === undefined ? { ...t, id: String(i) } : t));
+    packForest({ dim: this.options.dim ?? inferDim(trees), trees: withIds }, { allowUnknownFields: this.allowUnknownFields, maxGroupSize: this.options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE });
+  }
+
   private async addTrees(req: Record<string, unknown>): Promise<unknown> {
     if (has(req, 'tree') === has(req, 'trees')) throw new RequestError('invalid_request', 'give either "tree" (one tree object) or "trees" (an array of them)');
     if (has(req, 'tree')) {
       const tree = req.tree as TreeInput;
       // The first tree fixes the dimension: a bad one must not create the forest.
-      if (this.forest === undefined) checkFirst([tree], this.options.dim, this.allowUnknownFields);
+      if (this.forest === undefined) this.checkFirst([tree]);
       const live = await this.ensure([tree]);
       const id = live.addTree(tree);
       return { tree: id, nodes: live.store.slotSize[live.store.slotOf(id)], trees: live.treeCount };
     }
     const trees = req.trees;
     if (!Array.isArray(trees)) throw new RequestError('invalid_request', `"trees" must be an array, got ${describeValue(trees)}`);
-    if (this.forest === undefined) checkFirst(trees as TreeInput[], this.options.dim, this.allowUnknownFields);
+    if (this.forest === undefined) this.checkFirst(trees as TreeInput[]);
     const live = await this.ensure(trees as TreeInput[]);
     const base = live.treeCount;
     // Default ids continue the live forest's positions, as if the trees were added one by one.
@@ -335,6 +350,7 @@ export class LiveSession {
       }
       (options as Record<string, unknown>)[k] = v;
     }
+    checkDefaultMaxDepth(options);
     if (req.changed !== undefined && typeof req.changed !== 'boolean') throw new RequestError('invalid_request', `"changed" must be true or false, got ${describeValue(req.changed)}`);
     if (req.scores !== undefined && typeof req.scores !== 'boolean') throw new RequestError('invalid_request', `"scores" must be true or false, got ${describeValue(req.scores)}`);
     const live = this.forest;
@@ -352,6 +368,29 @@ export class LiveSession {
     return { ...plan, replanned: summary.replanned };
   }
 
+  /** Continuous placement: release ended rollouts, plan the round of `totalBudget`, place `count`. */
+  private async place(req: Record<string, unknown>): Promise<unknown> {
+    const options: LivePlanOptions = {};
+    for (const k of PLAN_FIELDS) {
+      const v = req[k];
+      if (v === undefined || k === 'budget') continue;
+      if (typeof v !== 'number') throw new RequestError('invalid_options', `"${k}" must be a number, got ${describeValue(v)}`);
+      (options as Record<string, unknown>)[k] = v;
+    }
+    if (options.totalBudget === undefined) throw new RequestError('invalid_options', '"totalBudget" is required: the number of rollouts the driver keeps running (the round a plan is made for)');
+    checkDefaultMaxDepth(options);
+    const count = req.count ?? 1;
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) throw new RequestError('invalid_options', `"count" must be an integer >= 0, got ${describeValue(count)}`);
+    const live = this.forest;
+    if (live === undefined) {
+      resolveAllocateOptions({ ...options, budget: undefined });
+      if (req.release !== undefined && (!Array.isArray(req.release) || req.release.length > 0)) throw new RequestError('invalid_options', `release: no rollout is running (the live forest is empty), got ${describeValue(req.release)}`);
+      return { placements: [], inFlight: 0, replanned: [] };
+    }
+    const { placements, summary, inFlight } = await live.place(count, options, req.release);
+    return { placements, inFlight, replanned: summary.replanned };
+  }
+
   /** Phase 2 of a sharded global budget; every field is checked before anything runs. */
   private async planShard(req: Record<string, unknown>): Promise<unknown> {
     const options: LivePlanOptions = {};
@@ -362,6 +401,7 @@ export class LiveSession {
       (options as Record<string, unknown>)[k] = v;
     }
     if (options.totalBudget === undefined) throw new RequestError('invalid_options', '"totalBudget" is required: plan-shard splits one global budget');
+    checkDefaultMaxDepth(options);
     if (!Array.isArray(req.shares)) throw new RequestError('invalid_request', `"shares" must be the array of every shard's global-shares result, got ${describeValue(req.shares)}`);
     if (typeof req.shard !== 'number') throw new RequestError('invalid_request', `"shard" must be this shard's index in "shares", got ${describeValue(req.shard)}`);
     if (req.scores !== undefined && typeof req.scores !== 'boolean') throw new RequestError('invalid_request', `"scores" must be true or false, got ${describeValue(req.scores)}`);
@@ -392,6 +432,7 @@ export class LiveSession {
       return [];
     }
     for (const id of trees) live.store.slotOf(id);
+    checkDistinct(trees);
     return trees as string[];
   }
 
@@ -424,8 +465,24 @@ export class LiveSession {
   }
 }
 
-function checkFirst(trees: TreeInput[], dim: number | undefined, allowUnknownFields: boolean): void {
-  packForest({ dim: dim ?? inferDim(trees), trees: trees.map((t, i) => (t !== null && typeof t === 'object' && !Array.isArray(t) && t.id === undefined ? { ...t, id: String(i) } : t)) }, { allowUnknownFields });
+/** Ids listed twice are refused, as `remove-tree` refuses them: a plan or a read would list the tree twice. */
+function checkDistinct(ids: readonly unknown[]): void {
+  if (ids.length < 2) return;
+  const seen = new Set<unknown>();
+  for (const id of ids) {
+    if (seen.has(id)) throw new RequestError('invalid_request', `"trees" lists the tree ${describeValue(id)} twice`);
+    seen.add(id);
+  }
+}
+
+/**
+ * A default `maxDepth` of 4 × `baseDepth` past 2³¹ − 1 would be refused by a message about
+ * `maxDepth`, a setting the request did not give: name the one it gave.
+ */
+function checkDefaultMaxDepth(options: LivePlanOptions): void {
+  const base = options.baseDepth;
+  if (options.maxDepth !== undefined || base === undefined || !Number.isInteger(base) || base < 1 || base > MAX_WHOLE || 4 * base <= MAX_WHOLE) return;
+  throw new RequestError('invalid_options', `"baseDepth" ${base} makes the default "maxDepth" (4 × baseDepth = ${4 * base}) larger than ${MAX_WHOLE}: give "maxDepth" too, or a "baseDepth" of at most ${Math.floor(MAX_WHOLE / 4)}`);
 }
 
 /** The request with integer tree ids (in `tree`, `trees` of ids and `updates`) as their decimal strings. */

@@ -430,7 +430,7 @@ export class LiveStore {
     for (const row of rows) {
       const n = this.visits[row] + 1;
       this.visits[row] = n;
-      this.reward[row] += (reward - this.reward[row]) / n;
+      this.reward[row] = runningMean(this.reward[row], reward, n);
       if (this.parentRow[row] >= 0) {
         this.markGroup(this.parentRow[row]);
         if (this.trackChanges) this.changedSlots.push(this.childSlot[row]);
@@ -454,17 +454,32 @@ export class LiveStore {
   }
 
   removeTree(treeId: string): void {
-    const slot = this.slotOf(treeId);
-    const start = this.slotStart[slot], cap = this.slotCap[slot];
-    this.clearRows(start, start + cap);
-    this.slabs.give(start, cap);
-    this.bySlotId.delete(treeId);
-    this.treeOrder.splice(this.treeOrder.indexOf(slot), 1);
-    this.nodeTotal -= this.slotSize[slot];
-    this.slotSize[slot] = 0;
-    this.slotId[slot] = '';
-    this.planDirty[slot] = 0;
-    this.freeSlots.push(slot);
+    this.removeTrees([treeId]);
+  }
+
+  /**
+   * Removes several trees in one pass over the tree order (all are looked up first, so an
+   * unknown id removes none). Removing them one by one would splice the order once per tree:
+   * quadratic in the forest's size for a request that empties it.
+   */
+  removeTrees(treeIds: readonly string[]): void {
+    const slots = treeIds.map((id) => this.slotOf(id));
+    const gone = new Set<number>();
+    for (const slot of slots) {
+      if (gone.has(slot)) continue;
+      gone.add(slot);
+      const start = this.slotStart[slot], cap = this.slotCap[slot];
+      this.clearRows(start, start + cap);
+      this.slabs.give(start, cap);
+      this.bySlotId.delete(this.slotId[slot]);
+      this.nodeTotal -= this.slotSize[slot];
+      this.slotSize[slot] = 0;
+      this.slotId[slot] = '';
+      this.planDirty[slot] = 0;
+      this.freeSlots.push(slot);
+    }
+    if (gone.size === 0) return;
+    this.treeOrder = this.treeOrder.filter((slot) => !gone.has(slot));
     this.membershipVersion++;
   }
 
@@ -657,4 +672,15 @@ export class LiveStore {
     this.capacity = cap;
     this.capacityVersion++;
   }
+}
+
+/**
+ * The mean after one more value `x`, the n-th (n ≥ 1): `mean + (x − mean)/n`. For finite
+ * inputs that form overflows when `x` and `mean` are far apart with opposite signs (−1.7e308
+ * and 1.7e308: the difference is infinite, the next mean NaN); then the weighted form
+ * `mean·(n−1)/n + x/n` is used, whose two terms have opposite signs, so their sum is finite.
+ */
+export function runningMean(mean: number, x: number, n: number): number {
+  const step = x - mean;
+  return Number.isFinite(step) ? mean + step / n : mean * ((n - 1) / n) + x / n;
 }

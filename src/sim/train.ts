@@ -1,5 +1,6 @@
 import { Rng } from '../util/random.js';
 import type { Env } from './env.js';
+import { successRate, treerlLeafUpdate } from './learner.js';
 import { TabularPolicy } from './policy.js';
 import { SimForest } from './rollouts.js';
 import type { Strategy } from './strategies.js';
@@ -30,7 +31,8 @@ export interface SimTrainResult {
 
 /**
  * One simulated training run: every step grows one tree per prompt with `strategy` under the
- * step budget, then takes one policy-gradient step with TreeRL's per-node advantages.
+ * step budget, then takes one policy-gradient step with TreeRL's advantages as published
+ * (every finished rollout a sample; `treerlLeafUpdate`).
  * The policy's and the environment's randomness depend only on the seed, so two strategies
  * trained from one seed start from the same policy and tasks.
  */
@@ -46,39 +48,7 @@ export function trainSim(config: SimTrainConfig, strategy: Strategy): SimTrainRe
     strategy.grow(forest);
     envSteps += forest.used;
     for (let p = 0; p < config.prompts; p++) finished += forest.visits[forest.root(p)];
-    updatePolicy(policy, forest, config.learningRate / config.prompts);
+    treerlLeafUpdate(policy, forest, config.learningRate / config.prompts);
   }
   return { success: successRate(env, policy, config.evalEpisodes, config.seed), envSteps, finished };
-}
-
-/**
- * TreeRL's advantages A(n) = (V(n) − V(parent)) + (V(n) − V(root)), divided by √(finished
- * rollouts through n) so shared prefixes are not counted many times; one step
- * θ += lr · Σ A(n) ∇ log π(a_n | s_parent) over the nodes with outcomes.
- */
-function updatePolicy(policy: TabularPolicy, forest: SimForest, lr: number): void {
-  const grad = new Float64Array(policy.logits.length);
-  for (let v = 0; v < forest.size; v++) {
-    const p = forest.parent[v];
-    if (p < 0 || forest.visits[v] === 0) continue;
-    const value = forest.value(v);
-    const advantage = (value - forest.value(p) + value - forest.value(forest.root(forest.tree[v]))) / Math.sqrt(forest.visits[v]);
-    if (advantage !== 0) policy.addLogProbGradient(forest.state[p], forest.action[v], advantage, grad);
-  }
-  for (let i = 0; i < grad.length; i++) policy.logits[i] += lr * grad[i];
-}
-
-/** Success rate of `episodes` sampled episodes, cycling through the prompts, on its own seeded stream. */
-function successRate(env: Env, policy: TabularPolicy, episodes: number, seed: number): number {
-  const rng = new Rng((seed * 104729 + 5) >>> 0);
-  let wins = 0;
-  for (let e = 0; e < episodes; e++) {
-    let state = env.start(e % env.promptCount);
-    for (let t = 0; t < env.horizon; t++) {
-      const step = env.step(state, policy.sample(state, rng).action);
-      state = step.next;
-      if (step.done) { wins += step.reward; break; }
-    }
-  }
-  return wins / episodes;
 }

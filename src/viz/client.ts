@@ -53,7 +53,19 @@ export const CLIENT_SCRIPT = String.raw`(function () {
     var children = new Array(n);
     for (v = 0; v < n; v++) children[v] = [];
     for (v = 1; v < n; v++) children[c.parent[v]].push(v);
-    var root = d3.hierarchy(0, function (u) { return children[u].length ? children[u] : null; });
+    // d3.hierarchy() sets heights by walking up from every node: quadratic on a deep chain. The
+    // same nodes (d3's own constructor) are built in one pass here, heights in one reverse pass
+    // (as hierarchyOf in layout.ts), so tree() places them exactly as it places hierarchy()'s.
+    var Node = d3.hierarchy(0).constructor, nodes = new Array(n);
+    for (v = 0; v < n; v++) nodes[v] = new Node(v);
+    for (v = 1; v < n; v++) {
+      var up = nodes[c.parent[v]];
+      nodes[v].parent = up;
+      nodes[v].depth = up.depth + 1;
+      (up.children || (up.children = [])).push(nodes[v]);
+    }
+    for (v = n - 1; v > 0; v--) if (nodes[c.parent[v]].height < nodes[v].height + 1) nodes[c.parent[v]].height = nodes[v].height + 1;
+    var root = nodes[0];
     d3.tree().nodeSize([L.dx, 1]).separation(function (a, b) {
       return (a.parent === b.parent ? 1 : L.cousinGap) + (c.branches[a.data] > 0 || c.branches[b.data] > 0 ? L.badgeGap : 0);
     })(root);

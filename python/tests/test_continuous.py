@@ -1,0 +1,78 @@
+"""The driver's continuous placement (`concurrency`): no round barrier, the budget spent exactly,
+and each refill where the round plan of the concurrency, with the evidence now, wants rollouts."""
+import pytest
+
+import toy
+from trace_alloc import Budget, TraceAllocError, TreeRollout
+from trace_alloc.learn import create_learn_state
+
+
+def driver(service, policy, **options):
+    options.setdefault("max_turn_tokens", toy.MAX_TURN)
+    return TreeRollout(service, policy, toy.step, dim=toy.DIM, **options)
+
+
+class Recording(toy.Policy):
+    """The toy policy, recording how many rollouts each generate call served."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.batches = []
+
+    def __call__(self, requests):
+        self.batches.append(len(requests))
+        return super().__call__(requests)
+
+
+@pytest.mark.parametrize("tokens", [1, 5, 60, 333, 1000])
+def test_spends_exactly_the_token_budget(service, tokens):
+    result = driver(service, toy.Policy(seed=tokens), concurrency=6).run(toy.prompts(3), Budget(tokens=tokens))
+    assert result.tokens_used == tokens
+    assert sum(t.generated for t in result.trajectories) == tokens
+    assert service.stats()["trees"] == 0
+
+
+def test_spends_exactly_the_step_budget(service):
+    result = driver(service, toy.Policy(seed=3), concurrency=5).run(toy.prompts(3), Budget(steps=41))
+    assert result.steps_used == 41
+    assert sum(len(t.nodes) - 1 for t in result.trees) == 41
+
+
+def test_the_batch_stays_full_until_the_budget_ends(service):
+    policy = Recording(seed=11)
+    result = driver(service, policy, concurrency=8).run(toy.prompts(4), Budget(tokens=2000))
+    assert result.tokens_used == 2000
+    # A round driver's batch drains every round; here every generate call but the last few
+    # (the budget's end) serves the whole concurrency.
+    full = sum(1 for b in policy.batches if b == 8)
+    assert full >= len(policy.batches) - 12, policy.batches
+    assert result.rounds > 10  # one place per batch in which rollouts ended
+
+
+def test_refills_follow_the_service_and_fork_below_the_root(service):
+    result = driver(service, toy.Policy(seed=12), concurrency=8).run(toy.prompts(4), Budget(tokens=3000))
+    starts = [t.start for t in result.trajectories]
+    assert any(s != 0 for s in starts)  # forks: some rollouts started mid-episode
+    at_root = sum(1 for s in starts if s == 0)
+    assert at_root <= result.root_branches <= at_root + result.never_started  # never-started ones were placed too
+    for tree, values in zip(result.trees, result.values):
+        assert values.visits[0] == sum(1 for t in result.finished if result.trees[t.tree] is tree)
+
+
+def test_learning_needs_the_round_driver(service):
+    with pytest.raises(TraceAllocError, match="round driver"):
+        driver(service, toy.Policy(seed=1), concurrency=4, learn=create_learn_state())
+    with pytest.raises(TraceAllocError, match="concurrency"):
+        driver(service, toy.Policy(seed=1), concurrency=0)
+
+
+def test_placement_in_the_client(service):
+    service.add_trees([{"id": "a", "nodes": [{"embedding": [0.0] * toy.DIM}]}])
+    ps = service.place(3, 3, min_per_tree=0)
+    assert [p.node for p in ps] == [0, 0, 0] and [p.affinity for p in ps] == ["a/0"] * 3
+    assert len({p.ticket for p in ps}) == 3
+    more = service.place(1, 3, release=[ps[0].ticket], min_per_tree=0)
+    assert len(more) == 1
+    with pytest.raises(TraceAllocError):
+        service.place(1, 3, release=[ps[0].ticket])  # already released
+    service.remove_trees(["a"])

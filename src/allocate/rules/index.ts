@@ -1,0 +1,32 @@
+import type { AllocationRule, RuleSetting } from './rule.js';
+import { v1 } from './v1.js';
+import { v2 } from './v2.js';
+import { v3 } from './v3.js';
+
+/** Every allocation rule by its name (`--rule`, the plan's `params.rule`). A new rule is one file here and one line below. */
+const REGISTRY = { v1, v2, v3 } as const satisfies Record<string, AllocationRule>;
+
+/** The allocation rule: 'v3' (the default), 'v2' or 'v1' (kept exactly for reproducibility). See docs/ALGORITHM.md. */
+export type Rule = keyof typeof REGISTRY;
+export const RULES: readonly Rule[] = Object.keys(REGISTRY) as Rule[];
+export const DEFAULT_RULE: Rule = 'v3';
+
+export function isRule(name: unknown): name is Rule {
+  return typeof name === 'string' && Object.hasOwn(REGISTRY, name);
+}
+
+/** The module of a rule. */
+export function ruleNamed(name: Rule): AllocationRule {
+  return REGISTRY[name];
+}
+
+/** The rules that read `setting` (for messages: "v2 and v3"). */
+export function rulesReading(setting: RuleSetting): Rule[] {
+  return RULES.filter((r) => REGISTRY[r].defaults[setting] !== undefined);
+}
+
+/** 'v1', 'v2' or 'v3' (each name in `quote`), for messages that list the rules. */
+export function ruleList(quote = "'"): string {
+  const names = RULES.map((r) => `${quote}${r}${quote}`);
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`;
+}
