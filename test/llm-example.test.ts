@@ -20,61 +20,105 @@ if (!haveTorch && !required) {
 const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
 const MULTIPLIER: Record<string, number> = { 'independent-1.5x': 1.5, 'independent-2x': 2 };
 
-interface Step { tokens: number; loss: number; rollouts: number; nodes: number; scored_groups: number; mixed_groups: number }
+interface Step {
+  tokens: number; loss: number; rollouts: number; nodes: number; scored_groups: number; mixed_groups: number;
+  chain_rollouts: number; chain_tokens: number; fork_rollouts: number; fork_tokens: number; failed_tokens: number; tokens_from_lost_turn: number;
+}
 interface Run {
   sampler: string; seed: number; steps: Step[]; loss_finite: boolean; tokens_used: number; tokens_per_step: number;
   curve: Array<[number, number]>; final_success: number;
   plans?: number; planned_branches?: number; launched?: number; forests_sent?: number; nodes_sent?: number[];
   last_forest_nodes?: number; service_stats?: { nodes: number; trees: number }; plan_budget_mismatches?: number;
   transport?: string; rule?: string; rule_asked?: string | null;
-  config: { tokens_per_step: number; steps: number; prompts_per_step: number; trace_rollouts_per_tree: number };
+  config: { tokens_per_step: number; steps: number; prompts_per_step: number; trace_rollouts_per_tree: number; task: string };
+}
+
+interface SmokeResult {
+  runs: Run[]; summary: { samplers: Record<string, { mixed_group_ratio: { mean: number } }> }; decoder_gap: number; task: string;
+}
+
+/** Runs `run.py --smoke` with `args` in a temporary folder; returns the parsed results and stdout. */
+function smokeRun(args: string[], check: (result: SmokeResult, stdout: string, dir: string) => void): void {
+  if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
+  // Made here, not when the suite is collected, so a skipped run leaves nothing behind.
+  const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+  try {
+    // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
+    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+    const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', ...args, '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+    expect(run.status, run.stderr).toBe(0);
+    check(JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as SmokeResult, run.stdout, join(out, 'results'));
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+/** What every smoke run must show, whatever the task: each row spent exactly its budget in every
+ * step, the decoder matched transformers, every loss is finite; TRACE started every branch of
+ * every plan, each plan placed the whole round budget, there were several rounds per step, and the
+ * service's live forest is the trainer's last one. */
+function expectSmokeInvariants(result: SmokeResult): void {
+  // The decoder that generates every rollout agrees with the transformers forward pass.
+  expect(result.decoder_gap).toBeLessThan(1e-4);
+  for (const r of result.runs) {
+    // Every sampler spends exactly its generated-token budget in every step: the same for all,
+    // 1.5 and 2 times it for the compute-equivalence rows.
+    const budget = Math.round(r.config.tokens_per_step * (MULTIPLIER[r.sampler] ?? 1));
+    expect(r.tokens_per_step, r.sampler).toBe(budget);
+    expect(r.steps.map((s) => s.tokens), r.sampler).toEqual(Array(r.config.steps).fill(budget));
+    expect(r.tokens_used).toBe(r.config.steps * budget);
+    expect(r.loss_finite, r.sampler).toBe(true);
+    expect(r.curve.length).toBeGreaterThanOrEqual(2);
+    expect(r.curve.at(-1)![1]).toBe(r.final_success);
+    for (const [, success] of r.curve) expect(success).toBeGreaterThanOrEqual(0);
+    for (const s of r.steps) {
+      expect(s.mixed_groups).toBeLessThanOrEqual(s.scored_groups);
+      // Finished rollouts split into fresh chains and forks; chains never fork; a failed
+      // rollout's tokens from the turn it was lost at are part of its tokens.
+      expect(s.chain_rollouts + s.fork_rollouts).toBeLessThanOrEqual(s.rollouts);
+      expect(s.chain_tokens + s.fork_tokens).toBeLessThanOrEqual(s.tokens);
+      if (r.sampler.startsWith('independent')) expect(s.fork_rollouts, r.sampler).toBe(0);
+      expect(s.tokens_from_lost_turn).toBeLessThanOrEqual(s.failed_tokens);
+    }
+  }
+  for (const r of result.runs.filter((x) => x.sampler.startsWith('trace'))) {
+    // Every branch of every plan was started, and each plan placed the whole round budget
+    // (a root is never terminal, so every tree stays live and nothing is left unallocated).
+    expect(r.launched, r.sampler).toBe(r.planned_branches);
+    expect(r.planned_branches).toBe(r.plans! * r.config.prompts_per_step * r.config.trace_rollouts_per_tree);
+    expect(r.plan_budget_mismatches).toBe(0);
+    // Several allocation rounds per step.
+    expect(r.plans!).toBeGreaterThan(2 * r.config.steps);
+    expect(r.forests_sent).toBe(r.plans! + 1);
+    // After the run the service's live forest is the trainer's last forest, node for node.
+    expect(r.nodes_sent!.at(-1)).toBe(r.last_forest_nodes);
+    expect(r.service_stats!.nodes).toBe(r.last_forest_nodes);
+    expect(r.service_stats!.trees).toBe(r.config.prompts_per_step);
+    expect(r.transport).toMatch(/binary/);
+  }
+}
+
+/** Runs a Python snippet that prints "ok" when its asserts hold, with nothing on stderr. */
+function expectPythonOk(code: string): void {
+  const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+  try {
+    // importing torch writes caches under the temp folder: keep them inside ours.
+    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+    const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim()).toBe('ok');
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
 }
 
 describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a GPT-2 policy (smoke run)', () => {
   it('trains with every sampler at exactly its token budget, TRACE following its plans under the rule each row asks for', () => {
-    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
-    if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
-    // Made here, not when the suite is collected, so a skipped run leaves nothing behind.
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-      const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(run.status, run.stderr).toBe(0);
-      const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as {
-        runs: Run[]; summary: { samplers: Record<string, { mixed_group_ratio: { mean: number } }> }; decoder_gap: number;
-      };
+    smokeRun([], (result, stdout, dir) => {
+      expect(result.task).toBe('calculator');
       expect(result.runs.map((r) => r.sampler)).toEqual(SAMPLERS);
-      // The decoder that generates every rollout agrees with the transformers forward pass.
-      expect(result.decoder_gap).toBeLessThan(1e-4);
-      for (const r of result.runs) {
-        // Every sampler spends exactly its generated-token budget in every step: the same for all,
-        // 1.5 and 2 times it for the compute-equivalence rows.
-        const budget = Math.round(r.config.tokens_per_step * (MULTIPLIER[r.sampler] ?? 1));
-        expect(r.tokens_per_step, r.sampler).toBe(budget);
-        expect(r.steps.map((s) => s.tokens), r.sampler).toEqual(Array(r.config.steps).fill(budget));
-        expect(r.tokens_used).toBe(r.config.steps * budget);
-        expect(r.loss_finite, r.sampler).toBe(true);
-        expect(r.curve.length).toBeGreaterThanOrEqual(2);
-        expect(r.curve.at(-1)![1]).toBe(r.final_success);
-        for (const [, success] of r.curve) expect(success).toBeGreaterThanOrEqual(0);
-        for (const s of r.steps) expect(s.mixed_groups).toBeLessThanOrEqual(s.scored_groups);
-      }
-      for (const r of result.runs.filter((x) => x.sampler.startsWith('trace'))) {
-        // Every branch of every plan was started, and each plan placed the whole round budget
-        // (a root is never terminal, so every tree stays live and nothing is left unallocated).
-        expect(r.launched, r.sampler).toBe(r.planned_branches);
-        expect(r.planned_branches).toBe(r.plans! * r.config.prompts_per_step * r.config.trace_rollouts_per_tree);
-        expect(r.plan_budget_mismatches).toBe(0);
-        // Several allocation rounds per step.
-        expect(r.plans!).toBeGreaterThan(2 * r.config.steps);
-        expect(r.forests_sent).toBe(r.plans! + 1);
-        // After the run the service's live forest is the trainer's last forest, node for node.
-        expect(r.nodes_sent!.at(-1)).toBe(r.last_forest_nodes);
-        expect(r.service_stats!.nodes).toBe(r.last_forest_nodes);
-        expect(r.service_stats!.trees).toBe(r.config.prompts_per_step);
-        expect(r.transport).toMatch(/binary/);
-      }
+      expectSmokeInvariants(result);
       // `trace` and `trace-learned` pass no rule, so they follow the library's default; `trace-v2` asks for v2.
       const byName = Object.fromEntries(result.runs.map((r) => [r.sampler, r]));
       expect(byName.trace.rule_asked).toBeNull();
@@ -82,13 +126,13 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a G
       expect(byName['trace-learned'].rule).toBe(DEFAULT_RULE);
       expect(byName['trace-v2'].rule_asked).toBe('v2');
       expect(byName['trace-v2'].rule).toBe('v2');
-      expect(readFileSync(join(out, 'results', 'curve.svg'), 'utf8')).toContain('<polyline');
+      expect(readFileSync(join(dir, 'curve.svg'), 'utf8')).toContain('<polyline');
       // It trains something (some rollouts succeed, so some advantage and loss is not 0), and what
       // it prints says what each sampler did, step by step, and why a loss is 0 where one is.
       expect(result.runs.flatMap((r) => r.steps).some((s) => s.loss !== 0)).toBe(true);
-      expect(run.stdout).toMatch(/^smoke run: seed 0, 3 steps per sampler/m);
+      expect(stdout).toMatch(/^smoke run: seed 0, 3 steps per sampler/m);
       for (const r of result.runs) {
-        const block = run.stdout.split(/^(?=\S)/m).find((b) => b.startsWith(`${r.sampler} `))!;
+        const block = stdout.split(/^(?=\S)/m).find((b) => b.startsWith(`${r.sampler} `))!;
         expect(block, r.sampler).toMatch(/success \d\.\d{3} -> \d\.\d{3}/);
         r.steps.forEach((s, i) => {
           const line = new RegExp(`step ${i + 1}: ${s.tokens} generated tokens, \\d+ rollouts \\(\\d+ finished, \\d+ succeeded\\), ${s.mixed_groups} of ${s.scored_groups} groups mixed, loss (-?\\d\\.\\d{4})(.*)`).exec(block);
@@ -96,11 +140,25 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a G
           if (s.loss === 0 && s.mixed_groups === 0) expect(line![2]).toContain('every advantage is 0');
         });
       }
-      expect(run.stdout).toContain(`results.json, summary.md and the charts are in ${join(out, 'results')}`);
-      expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('| trace-v2 |');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+      expect(stdout).toContain(`results.json, summary.md and the charts are in ${dir}`);
+      expect(readFileSync(join(dir, 'summary.md'), 'utf8')).toContain('| trace-v2 |');
+    });
+  });
+
+  it('runs the recipe task (--task recipe) with chains, uniform expansion and TRACE under the same invariants', () => {
+    // Three rows, not eight, to keep the test short: the rows differ in how they spend the
+    // budget, which the calculator run above covers; what this run adds is the task's long turns
+    // and sequences through the decoder, the Grower, the service and the report.
+    smokeRun(['--task', 'recipe', '--samplers', 'independent,uniform,trace'], (result, stdout, dir) => {
+      expect(result.task).toBe('recipe');
+      expect(result.runs.map((r) => r.sampler)).toEqual(['independent', 'uniform', 'trace']);
+      for (const r of result.runs) expect(r.config.task).toBe('recipe');
+      expectSmokeInvariants(result);
+      // Recipe turns are longer than the calculator's 4-token cap: some turn went past it.
+      expect(result.runs.some((r) => r.steps.some((s) => s.chain_rollouts > 0 && s.chain_tokens / s.chain_rollouts > 5))).toBe(true);
+      expect(stdout).toMatch(/^smoke run: seed 0, 3 steps per sampler, 4 prompts per step, the recipe task/m);
+      expect(readFileSync(join(dir, 'summary.md'), 'utf8')).toMatch(/^# GPT-2 policy on the recipe task/);
+    });
   });
 });
 
@@ -130,16 +188,89 @@ except ValueError:
     pass
 print("ok")
 `;
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      // importing torch writes caches under the temp folder: keep them inside ours.
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
-      expect(run.stderr).toBe('');
-      expect(run.stdout.trim()).toBe('ok');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    expectPythonOk(code);
+  });
+});
+
+describe.skipIf(!haveTorch && !required)('examples/llm: the recipe task', () => {
+  it('scores solved episodes 1 and each way to fail 0, knows where an episode is lost, and trains on its long turns', () => {
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
+    const code = `
+import itertools, math, random, sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+import torch
+import recipe as R
+from task import ADD, ANSWER, MUL, Tokenizer
+from tasks import RECIPE
+from forest import Forest
+from model import build_model
+from train import policy_update, tree_metrics
+tok = Tokenizer(R.TOKENS)
+enc = tok.encode
+
+def play(forest, tree, turns):
+    """Each turn after the last, from the tree's root; the node ids."""
+    v, out = forest.roots[tree], []
+    for t in turns:
+        v = forest.add_turn(v, t, [0.5] * len(t), None)
+        out.append(v)
+    return out
+
+prompts = R.make_prompts(random.Random(1), 32)
+assert sorted(p.difficulty for p in prompts) == [1] * 20 + [2] * 12, [p.difficulty for p in prompts]
+assert all(len(p.recipe) in R.RECIPE_LENGTHS and p.recipe_end <= R.RECIPE_MAX_END for p in prompts)
+f = Forest(prompts, RECIPE)
+for t, p in enumerate(prompts):
+    # The fewest transcript calls from the recipe's end that reach the target: a solved episode.
+    own = next(c for n in (1, 2) for c in itertools.product(R.TRANSCRIPT_CALLS, repeat=n)
+               if R.Prompt(p.recipe_end, c, p.target).recipe_end == p.target)
+    nodes = play(f, t, R.solved_turns(p, own))
+    assert [f.nodes[v].terminal for v in nodes] == [False] * (len(nodes) - 1) + [True]
+    assert f.nodes[nodes[-1]].outcome == 1.0 and not any(f.lost(v) for v in nodes)
+    assert [f.nodes[v].value for v in nodes[:-1]][-1] == p.target
+
+p = R.Prompt(3, ((MUL, 2), (ADD, 4)), 15)
+assert tok.decode(R.prompt_tokens(p)) == "<bos> S 3 MUL 2 ADD 4 T 15 ;"
+assert [tok.decode(t) for t in R.solved_turns(p, ((ADD, 5),))] == [
+    "MUL 2 ADD 4 T 15 : MUL 2 ;", "ADD 4 T 15 : ADD 4 ;", "T 15 : ADD 5 ;", "ANSWER 15 ;"]
+f = Forest([p], RECIPE)
+def outcome(*turns):
+    nodes = play(f, 0, [enc(t) for t in turns])
+    return f.nodes[nodes[-1]].terminal, f.nodes[nodes[-1]].outcome, nodes
+# The plan is never checked: an empty one, or none, still makes the call.
+assert outcome(": MUL 2 ;", "ADD 4 ;", "T 99 : ADD 5 ;", "ANSWER 15 ;")[:2] == (True, 1.0)
+# A recipe call out of order, an answer before the recipe's end, a call with no ':' after its plan,
+# a malformed turn, an answer that is not the value, an agent's fourth call: 0.
+assert outcome("ADD 4 T 15 : ADD 4 ;")[:2] == (True, 0.0)
+assert outcome("MUL 2 ADD 4 T 15 : MUL 2 ;", "ANSWER 6 ;")[:2] == (True, 0.0)
+assert outcome("MUL 2 ADD 4 T 15 MUL 2 ;")[:2] == (True, 0.0)
+assert outcome("MUL 2 ADD 4 T 15 : MUL ;")[:2] == (True, 0.0)
+assert outcome("MUL 2 ;", "ADD 4 ;", "ADD 4 ;", "ANSWER 15 ;")[:2] == (True, 0.0)
+assert outcome("MUL 2 ;", "ADD 4 ;", "ADD 1 ;", "ADD 1 ;", "ADD 1 ;", "ADD 2 ;")[:2] == (True, 0.0)
+# Lost: inside the recipe never; after it, once the calls left cannot reach the target.
+done, _, nodes = outcome("MUL 2 ;", "ADD 4 ;", "MUL 2 ;")
+assert not done and [f.lost(v) for v in nodes] == [False, False, True]
+done, _, nodes = outcome("MUL 2 ;", "ADD 4 ;", "ADD 1 ;", "ADD 1 ;", "ADD 1 ;")
+assert not done and [f.lost(v) for v in nodes] == [False, False, False, False, True]
+
+# Failed rollouts' tokens from the turn each was lost at on, by hand: "MUL 2 ; ADD 4 ; MUL 2 ;
+# ANSWER 20 ;" is lost at its third turn (3 + 3 tokens of its 13); "... ADD 4 ; ANSWER 14 ;" at
+# its answer (4 of 10).
+f = Forest([p], RECIPE)
+play(f, 0, [enc(t) for t in ("MUL 2 ;", "ADD 4 ;", "MUL 2 ;", "ANSWER 20 ;")])
+play(f, 0, [enc(t) for t in ("MUL 2 ;", "ADD 4 ;", "ANSWER 14 ;")])
+m = tree_metrics(f)
+assert (m["failed_tokens"], m["tokens_from_lost_turn"], m["lost_at_turn"]) == (13 + 10, 7 + 4, {"3": 2}), m
+
+# One update on a solved and a failed episode of the same prompt: a finite loss that is not 0.
+f = Forest([p], RECIPE)
+play(f, 0, R.solved_turns(p, ((ADD, 5),)))
+play(f, 0, R.solved_turns(p, ((ADD, 6),)))
+model = build_model(0, task=RECIPE)
+loss, nodes = policy_update(model, torch.optim.Adam(model.parameters(), lr=1e-3), f, 1)
+assert math.isfinite(loss) and loss != 0 and nodes > 0, (loss, nodes)
+print("ok")
+`;
+    expectPythonOk(code);
   });
 });
 

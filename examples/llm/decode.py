@@ -27,8 +27,6 @@ from transformers.activations import ACT2FN
 
 from task import MAX_SEQUENCE, PAD
 
-SCRATCH = MAX_SEQUENCE  # the cache slot padding entries of a chunk are written to; never attended
-
 
 class Decoder:
     """One batch of rows decoded together; `feed` and `keep` manage them.
@@ -37,7 +35,7 @@ class Decoder:
     down to the rows left only when fewer than half of its rows are still in use (copying the
     whole cache each time one rollout of a large batch ends cost more than the decoding)."""
 
-    def __init__(self, model, prefixes: list[list[int]]):
+    def __init__(self, model, prefixes: list[list[int]], max_sequence: int = MAX_SEQUENCE):
         cfg = model.config
         if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn or not cfg.scale_attn_weights:
             raise ValueError("Decoder: only GPT-2's default attention scaling is written out here")
@@ -47,8 +45,11 @@ class Decoder:
         self.heads, self.eps = cfg.n_head, cfg.layer_norm_epsilon
         self.device = self.wte.device
         self.head_dim = cfg.n_embd // self.heads
+        # The longest sequence a row may reach (the task's); one more cache slot, the scratch slot,
+        # takes the padding entries of a chunk and is never attended.
+        self.max_sequence = self.scratch = max_sequence
         rows = len(prefixes)
-        shape = (len(self.blocks), rows, self.heads, MAX_SEQUENCE + 1, self.head_dim)
+        shape = (len(self.blocks), rows, self.heads, max_sequence + 1, self.head_dim)
         self.keys = torch.zeros(shape, dtype=self.wte.dtype, device=self.device)  # layers × cache rows × heads × positions × head_dim
         self.values = torch.zeros(shape, dtype=self.wte.dtype, device=self.device)
         self.lengths = torch.zeros(rows, dtype=torch.long, device=self.device)  # tokens held, per cache row
@@ -106,9 +107,9 @@ class Decoder:
         counts = torch.tensor([len(c) for c in chunks], dtype=torch.long, device=dev)
         valid = torch.arange(width, device=dev)[None, :] < counts[:, None]  # rows × width
         positions = self.lengths[:, None] + torch.arange(width, device=dev)[None, :]
-        if int((positions * valid).max()) >= MAX_SEQUENCE:
-            raise ValueError("Decoder: a sequence would pass %d tokens (task.MAX_SEQUENCE)" % MAX_SEQUENCE)
-        slots = torch.where(valid, positions, torch.full_like(positions, SCRATCH))
+        if int((positions * valid).max()) >= self.max_sequence:
+            raise ValueError("Decoder: a sequence would pass %d tokens (the task's max_sequence)" % self.max_sequence)
+        slots = torch.where(valid, positions, torch.full_like(positions, self.scratch))
         # Cache writes through a (rows·heads, positions, head_dim) view, whose two indexed dims are
         # adjacent: indexing (rows, :, positions) directly copies the whole cache every call.
         heads = self.heads
@@ -116,8 +117,8 @@ class Decoder:
                     + torch.arange(heads, device=dev)[None, :, None]).expand(rows, heads, width)
         slot_index = slots[:, None, :].expand(rows, heads, width)
         # Key j is visible to the query at position p of its row when j ≤ p (the scratch slot never is).
-        key_pos = torch.arange(MAX_SEQUENCE + 1, device=dev)
-        visible = (key_pos[None, None, :] <= positions[:, :, None]) & (key_pos[None, None, :] < SCRATCH)
+        key_pos = torch.arange(self.max_sequence + 1, device=dev)
+        visible = (key_pos[None, None, :] <= positions[:, :, None]) & (key_pos[None, None, :] < self.scratch)
         bias = torch.zeros(visible.shape, dtype=self.wte.dtype, device=dev).masked_fill(~visible, float("-inf"))[:, None]
         x = self.wte[ids] + self.wpe[positions.clamp(max=self.wpe.shape[0] - 1)]
         scale = 1.0 / math.sqrt(self.head_dim)
@@ -125,8 +126,8 @@ class Decoder:
             h = self._ln(x, block.ln_1)
             q, k, v = block.attn.c_attn(h).split(x.shape[-1], dim=2)
             q, k, v = (t.view(rows, width, heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
-            self.keys[layer].view(rows * heads, MAX_SEQUENCE + 1, self.head_dim)[row_head, slot_index] = k
-            self.values[layer].view(rows * heads, MAX_SEQUENCE + 1, self.head_dim)[row_head, slot_index] = v
+            self.keys[layer].view(rows * heads, self.max_sequence + 1, self.head_dim)[row_head, slot_index] = k
+            self.values[layer].view(rows * heads, self.max_sequence + 1, self.head_dim)[row_head, slot_index] = v
             scores = q @ self.keys[layer].transpose(-1, -2) * scale + bias
             attn = torch.softmax(scores, dim=-1) @ self.values[layer]
             attn = attn.transpose(1, 2).reshape(rows, width, -1)
@@ -147,9 +148,10 @@ class Decoder:
 
 
 @torch.no_grad()
-def max_logit_gap(model, trials: int = 4, rows: int = 6, seed: int = 0) -> float:
+def max_logit_gap(model, trials: int = 4, rows: int = 6, seed: int = 0, max_sequence: int = MAX_SEQUENCE) -> float:
     """The largest difference between `Decoder`'s logits and one full `transformers` forward pass
-    per sequence, over random token sequences fed in random chunks with random rows dropped."""
+    per sequence, over random token sequences (up to the task's `max_sequence`) fed in random
+    chunks with random rows dropped."""
     from model import pad_batch
 
     rng = random.Random(seed)
@@ -157,9 +159,9 @@ def max_logit_gap(model, trials: int = 4, rows: int = 6, seed: int = 0) -> float
     device = next(model.parameters()).device
     gap = 0.0
     for _ in range(trials):
-        seqs = [[rng.randrange(1, vocab) for _ in range(rng.randint(8, MAX_SEQUENCE - 4))] for _ in range(rows)]
+        seqs = [[rng.randrange(1, vocab) for _ in range(rng.randint(8, max_sequence - 4))] for _ in range(rows)]
         cut = [rng.randint(1, len(s) - 3) for s in seqs]
-        dec = Decoder(model, [s[:c] for s, c in zip(seqs, cut)])
+        dec = Decoder(model, [s[:c] for s, c in zip(seqs, cut)], max_sequence)
         live = list(range(rows))
         done = {i: c for i, c in enumerate(cut)}
         while live:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from decode import Decoder
-from task import END, MAX_TURN_TOKENS, VOCAB, Prompt, live, prompt_tokens, step
+from tasks import CALCULATOR, Task
 
 # The published credits' formulas live once, in the package (python/trace_alloc/advantages.py).
 _PACKAGE = Path(__file__).resolve().parents[2] / "python"
@@ -26,8 +26,6 @@ if (_PACKAGE / "trace_alloc").is_dir() and str(_PACKAGE) not in sys.path:
     sys.path.insert(0, str(_PACKAGE))
 from trace_alloc import TreeValues  # noqa: E402
 from trace_alloc.advantages import sample_standardized, treerl_leaf_advantages  # noqa: E402
-
-LOG_VOCAB = math.log(VOCAB)
 
 
 @dataclass
@@ -49,13 +47,15 @@ class Node:
 
 
 class Forest:
-    def __init__(self, prompts: list[Prompt]):
+    def __init__(self, prompts: list, task: Task = CALCULATOR):
         self.prompts = prompts
+        self.task = task
+        self.log_vocab = math.log(task.vocab)
         self.nodes: list[Node] = []
         self.tree_nodes: list[list[int]] = []
         self.roots: list[int] = []
         for t, p in enumerate(prompts):
-            seq = prompt_tokens(p.start, p.target)
+            seq = task.prompt_tokens(p)
             # A root has no siblings, so its embedding never enters a contrast.
             self.roots.append(self._add(Node(t, -1, seq, (len(seq), len(seq)), p.start, 0, 0, embedding=np.zeros(0))))
 
@@ -71,11 +71,11 @@ class Forest:
 
     def add_turn(self, parent: int, turn: list[int], entropies: list[float], embedding: np.ndarray) -> int:
         p = self.nodes[parent]
-        out = step(self.prompts[p.tree], p.value, p.calls, turn)
+        out = self.task.step(self.prompts[p.tree], p.value, p.calls, turn)
         start = len(p.seq)
         node = Node(p.tree, parent, p.seq + turn + out.response, (start, start + len(turn)), out.value,
                     p.calls + (0 if out.done else 1), p.depth + 1,
-                    uncertainty=sum(entropies) / len(entropies) / LOG_VOCAB, embedding=embedding)
+                    uncertainty=sum(entropies) / len(entropies) / self.log_vocab, embedding=embedding)
         nid = self._add(node)
         if out.done:
             node.terminal = True
@@ -99,7 +99,7 @@ class Forest:
         n = self.nodes[nid]
         if n.terminal:
             return n.outcome == 0
-        return not live(self.prompts[n.tree].target, n.value, n.calls)
+        return not self.task.live(self.prompts[n.tree], n.value, n.calls)
 
     def advantages(self) -> dict[int, float]:
         """TreeRL: A(n) = ((V(n) − V(parent)) + (V(n) − V(root))) / √visits(n), nodes with outcomes."""
@@ -235,6 +235,7 @@ def sample(logits: torch.Tensor, u: torch.Tensor) -> tuple[list[int], list[float
 class _Active:
     index: int  # the rollout's place in the `starts` of its run
     node: int
+    fork: bool  # started below a prompt (a fork), not at it (a fresh chain)
     tokens: int = 0  # generated so far by this rollout
     turn: list[int] = field(default_factory=list)
     entropies: list[float] = field(default_factory=list)
@@ -252,6 +253,9 @@ class Grower:
         self.truncated = 0
         self.runs = 0
         self.generate_s = 0.0
+        # Generated tokens of the rollouts that reached the episode's end (cut ones left out), for
+        # fresh chains and for forks: what a fork costs against a chain.
+        self.chain_rollouts = self.chain_tokens = self.fork_rollouts = self.fork_tokens = 0
 
     def remaining(self) -> int:
         return self.budget - self.used
@@ -262,12 +266,13 @@ class Grower:
         first; a cut rollout's partial turn is dropped). Returns how many took at least one token."""
         t0 = time.perf_counter()
         f = self.forest
-        active = [_Active(i, s) for i, s in enumerate(starts) if not f.nodes[s].terminal]
+        active = [_Active(i, s, f.nodes[s].parent >= 0) for i, s in enumerate(starts) if not f.nodes[s].terminal]
         if not active or self.remaining() <= 0:
             self.truncated += len(active)
             return 0
         self.runs += 1
-        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active])
+        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active], f.task.max_sequence)
+        end, cap = f.task.end, f.task.max_turn_tokens
         # Per row, the sum of the hidden states the current turn's tokens were decoded from.
         turn_hidden = torch.zeros_like(decoder.hidden) if self.embed else None
         began = min(len(active), self.remaining())
@@ -285,7 +290,7 @@ class Grower:
             ended = []  # rows whose turn ended and whose rollout goes on
             if self.embed:
                 turn_hidden = turn_hidden + decoder.hidden
-                done_rows = [r for r, (a, tok) in enumerate(zip(active, tokens)) if tok == END or len(a.turn) + 1 == MAX_TURN_TOKENS]
+                done_rows = [r for r, (a, tok) in enumerate(zip(active, tokens)) if tok == end or len(a.turn) + 1 == cap]
                 means = (turn_hidden[done_rows].double().cpu().numpy() if done_rows else None)
                 mean_of = {r: i for i, r in enumerate(done_rows)}
             self.used += take
@@ -295,11 +300,17 @@ class Grower:
                 a.tokens += 1
                 a.entropies.append(e)
                 chunk = [tok]
-                if tok == END or len(a.turn) == MAX_TURN_TOKENS:
+                if tok == end or len(a.turn) == cap:
                     embedding = means[mean_of[row]] / len(a.turn) if self.embed else empty
                     nid = f.add_turn(a.node, a.turn, a.entropies, embedding)
                     if f.nodes[nid].terminal:
                         self.finished += 1
+                        if a.fork:
+                            self.fork_rollouts += 1
+                            self.fork_tokens += a.tokens
+                        else:
+                            self.chain_rollouts += 1
+                            self.chain_tokens += a.tokens
                         chunks.append([])  # dropped below
                         continue
                     chunk += f.nodes[nid].seq[f.nodes[nid].span[1]:]  # the environment's answer

@@ -13,16 +13,15 @@ from typing import Callable
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from task import PAD, VOCAB, transcript
+from task import PAD
+from tasks import CALCULATOR, Task
 
-MAX_POSITIONS = 128
 
-
-def build_model(seed: int, layers: int = 2, hidden: int = 64, heads: int = 4) -> GPT2LMHeadModel:
+def build_model(seed: int, layers: int = 2, hidden: int = 64, heads: int = 4, task: Task = CALCULATOR) -> GPT2LMHeadModel:
     torch.manual_seed(seed)
     config = GPT2Config(
-        vocab_size=VOCAB, n_positions=MAX_POSITIONS, n_embd=hidden, n_layer=layers, n_head=heads,
-        bos_token_id=1, eos_token_id=8, pad_token_id=PAD, activation_function="gelu",
+        vocab_size=task.vocab, n_positions=task.max_positions, n_embd=hidden, n_layer=layers, n_head=heads,
+        bos_token_id=task.bos, eos_token_id=task.end, pad_token_id=task.pad, activation_function="gelu",
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
     )
     # Eager attention: sequences are short, and a fully masked padding row stays finite.
@@ -39,8 +38,8 @@ def pad_batch(seqs: list[list[int]], device: torch.device | str = "cpu") -> tupl
 
 
 def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr: float = 3e-3,
-             done: Callable[[], bool] | None = None, check_every: int = 25) -> tuple[float, int]:
-    """Next-token cross-entropy on random solved transcripts, `steps` batches, or fewer when
+             done: Callable[[], bool] | None = None, check_every: int = 25, task: Task = CALCULATOR) -> tuple[float, int]:
+    """Next-token cross-entropy on the task's random solved transcripts, `steps` batches, or fewer when
     `done()` (asked every `check_every` steps, the model in eval mode) says so; returns the last
     batch's loss and the steps taken."""
     device = next(model.parameters()).device
@@ -50,7 +49,7 @@ def pretrain(model: GPT2LMHeadModel, seed: int, steps: int, batch: int = 64, lr:
     taken = 0
     for taken in range(1, steps + 1):
         model.train()
-        ids, _ = pad_batch([transcript(rng) for _ in range(batch)], device)
+        ids, _ = pad_batch([task.transcript(rng) for _ in range(batch)], device)
         labels = ids.clone()
         labels[labels == PAD] = -100
         loss = model(input_ids=ids, labels=labels).loss

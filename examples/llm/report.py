@@ -45,14 +45,59 @@ def _mixed_ratio(r: dict) -> float:
     return sum(x["mixed_groups"] for x in r["steps"]) / scored if scored else 0.0
 
 
+# The turns the "lost at" shares are counted by, by task: 1, 2, ..., the last one "or later".
+LOST_TURNS = {"calculator": 4, "recipe": 6}
+
+
+def _task(r: dict) -> str:
+    return r["config"].get("task", "calculator")
+
+
+def _lost_keys(task: str) -> list[str]:
+    last = LOST_TURNS.get(task, 4)
+    return [str(t) for t in range(1, last)] + ["%d+" % last]
+
+
 def _lost_shares(r: dict) -> dict[str, float]:
-    """Of the failed rollouts of a run, the share lost at turn 1, 2, 3 and 4 or later."""
-    counts = {"1": 0, "2": 0, "3": 0, "4+": 0}
+    """Of the failed rollouts of a run, the share lost at turn 1, 2, ... and the task's last
+    counted turn or later."""
+    keys = _lost_keys(_task(r))
+    last = len(keys)
+    counts = {k: 0 for k in keys}
     for x in r["steps"]:
         for turn, c in x["lost_at_turn"].items():
-            counts[turn if int(turn) < 4 else "4+"] += c
+            counts[turn if int(turn) < last else keys[-1]] += c
     total = sum(counts.values())
     return {k: v / total if total else 0.0 for k, v in counts.items()}
+
+
+def _fork_costs(rs: list[dict]) -> dict:
+    """What a fork costs against a fresh chain, in generated tokens, over runs that recorded it
+    (results from before these counts have none): per finished rollout started at the prompt
+    and per finished fork, their ratio; and, over the failed rollouts, the share of their tokens
+    generated from the turn each was lost at on — what a fork at the last node where the episode
+    was still winnable regenerates."""
+    out = {}
+    have = [r for r in rs if "chain_tokens" in r["steps"][0]]
+    if not have:
+        return out
+    def per(r, tokens, count):
+        n = sum(x[count] for x in r["steps"])
+        return sum(x[tokens] for x in r["steps"]) / n if n else None
+    chain = [per(r, "chain_tokens", "chain_rollouts") for r in have]
+    fork = [per(r, "fork_tokens", "fork_rollouts") for r in have]
+    if all(c is not None for c in chain):
+        out["chain_tokens"] = mean_interval(chain)
+    ratios = [f / c for f, c in zip(fork, chain) if f is not None and c]
+    if ratios:
+        out["fork_tokens"] = mean_interval([f for f in fork if f is not None])
+        out["fork_to_chain"] = mean_interval(ratios)
+        out["forks_per_step"] = mean_interval([sum(x["fork_rollouts"] for x in r["steps"]) / len(r["steps"]) for r in have])
+    decided = [sum(x["tokens_from_lost_turn"] for x in r["steps"]) / sum(x["failed_tokens"] for x in r["steps"])
+               for r in have if sum(x["failed_tokens"] for x in r["steps"])]
+    if decided:
+        out["failed_from_lost_turn"] = mean_interval(decided)
+    return out
 
 
 def _mean_dicts(ds: list[dict[str, float]]) -> dict[str, float]:
@@ -75,9 +120,13 @@ def sampler_summary(rs: list[dict]) -> dict:
         "batches_per_step": mean_interval([_steps_mean(r, "batches") for r in rs]),
         "mixed_group_ratio": mean_interval([_mixed_ratio(r) for r in rs]),
         "lost_at_turn": _mean_dicts([_lost_shares(r) for r in rs]),
+        **_fork_costs(rs),
         "start_by_difficulty": _mean_dicts([r["start_by_difficulty"] for r in rs]),
         "final_by_difficulty": _mean_dicts([r["final_by_difficulty"] for r in rs]),
     }
+    if "wall_s" in rs[0]:
+        out["wall_s"] = mean_interval([r["wall_s"] for r in rs])
+        out["cpu_s"] = mean_interval([r["cpu_s"] for r in rs])
     if "allocator_share" in rs[0]:
         out["allocator_share"] = mean_interval([r["allocator_share"] for r in rs])
         out["allocator_ms_per_step"] = mean_interval([1e3 * r["allocator_s"] for r in rs])
@@ -194,7 +243,8 @@ def markdown(result: dict) -> str:
     seeds = "%d seeds" % n if n == asked else "%d of the %d seeds asked (the others did not start before the time limit)" % (n, asked)
     if not result.get("finished", True):
         seeds += ", written while the run was going on (it did not finish)"
-    lines = ["# GPT-2 policy on the calculator task: results", "",
+    task = result.get("task", c.get("task", "calculator"))
+    lines = ["# GPT-2 policy on the %s task: results" % task, "",
              "`%s` — %s, %d steps × %d generated tokens (compute-equivalence rows: 1.5× and 2×), %d prompts per step "
              "from a pool of %d; a %d-layer, %d-wide GPT-2 on %s; default trace-alloc rule in this run: %s; %s." % (
                  result["command"], seeds, c["steps"], c["tokens_per_step"], c["prompts_per_step"], c["prompt_pool"],
@@ -234,11 +284,28 @@ def markdown(result: dict) -> str:
     for name, v in s.items():
         lines.append("| %s | %s |" % (name, " | ".join("%.1f → %.1f" % (100 * v["start_by_difficulty"].get(k, 0), 100 * v["final_by_difficulty"].get(k, 0))
                                                        for k in diffs)))
+    keys = _lost_keys(task)
     lines += ["", "## Where failed rollouts were lost (share of failed rollouts by the turn after which no continuation could succeed)", "",
-              "| sampler | turn 1 | turn 2 | turn 3 | turn 4+ |", "|---|---|---|---|---|"]
+              "| sampler | " + " | ".join("turn " + k for k in keys) + " |", "|---|" + "---|" * len(keys)]
     for name, v in s.items():
         lost = v["lost_at_turn"]
-        lines.append("| %s | %s |" % (name, " | ".join("%.1f" % (100 * lost.get(k, 0)) for k in ("1", "2", "3", "4+"))))
+        lines.append("| %s | %s |" % (name, " | ".join("%.1f" % (100 * lost.get(k, 0)) for k in keys)))
+    costs = [x for x in s if "chain_tokens" in s[x]]
+    if costs:
+        lines += ["", "## What a fork costs (generated tokens; finished rollouts only)", "",
+                  "Fork / chain: a finished fork's tokens over a finished fresh chain's, in the same run. Failed rollouts' "
+                  "tokens from the lost turn: the share of a failed rollout's tokens generated from the turn it was lost at "
+                  "on, i.e. what a fork at the last node where it was still winnable regenerates.", "",
+                  "| sampler | tokens per chain | forks per step | tokens per fork | fork / chain % | failed rollouts' tokens from the lost turn % | wall s per run | CPU s per run |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name in costs:
+            v = s[name]
+            lines.append("| %s | %.1f | %s | %s | %s | %s | %s | %s |" % (
+                name, v["chain_tokens"]["mean"], "%.1f" % v["forks_per_step"]["mean"] if "forks_per_step" in v else "0",
+                "%.1f" % v["fork_tokens"]["mean"] if "fork_tokens" in v else "—",
+                _pts(v["fork_to_chain"], False) if "fork_to_chain" in v else "—",
+                _pts(v["failed_from_lost_turn"], False) if "failed_from_lost_turn" in v else "—",
+                "%.0f" % v["wall_s"]["mean"] if "wall_s" in v else "—", "%.0f" % v["cpu_s"]["mean"] if "cpu_s" in v else "—"))
     traces = [x for x in s if "allocator_share" in s[x]]
     if traces:
         lines += ["", "## TRACE rows", "", "| sampler | rule | plans / step | rollouts started at the prompt % | allocator ms / step | "

@@ -2,6 +2,7 @@
 
     python3 examples/llm/run.py --seeds 60 --full-seeds 12 --out examples/llm/results   # the committed run
     python3 examples/llm/run.py --smoke --out /tmp/llm-smoke                 # CI: 1 seed, a few steps
+    python3 examples/llm/run.py --task recipe --smoke --out /tmp/llm-smoke   # the same on the recipe task
     python3 examples/llm/run.py --profile h200 --out OUT                     # the borrowed-GPU run (device/run.sh)
 
 Writes `results.json` (every run, every step, the summary with 95% intervals, the machine),
@@ -33,11 +34,14 @@ import transformers  # noqa: E402
 from allocator_client import service_command  # noqa: E402
 from charts import write_charts  # noqa: E402
 from report import markdown, summarize  # noqa: E402
+from tasks import TASKS, get_task  # noqa: E402
 from train import SAMPLERS, Config, run_seed  # noqa: E402
 
 # The comparison the committed run is sized for (`--full-seeds`).
 PRIMARY = ("independent", "trace")
-# Settings that differ from `Config`'s defaults (the committed CPU run), by profile.
+# Settings that differ from `Config`'s defaults (the committed CPU run), by profile. A task's own
+# settings (`tasks.Task.settings`: "cpu" under every profile, then its entry for the profile) come
+# on top, and `--set` last.
 PROFILES = {
     "cpu": {},
     # CI: every sampler, a few steps, small enough for well under a minute. 150 pre-training steps:
@@ -100,6 +104,8 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--profile", choices=sorted(PROFILES), default="cpu")
+    ap.add_argument("--task", choices=sorted(TASKS), default="calculator",
+                    help="the task trained on (tasks.py; --set task=NAME does the same)")
     ap.add_argument("--smoke", action="store_true", help="--profile smoke --seeds 1 (CI)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
     ap.add_argument("--full-seeds", type=int, default=12, metavar="K",
@@ -117,10 +123,19 @@ def main() -> int:
         return report(out, json.loads((out / "results.json").read_text()))
     if args.smoke:
         args.profile, args.seeds = "smoke", 1
-    overrides = dict(PROFILES[args.profile])
+    sets = [item.split("=", 1) for item in args.set]
+    for key, value in sets:
+        if key == "task":
+            if value not in TASKS:
+                raise SystemExit("--set task: unknown task %r (known: %s)" % (value, ", ".join(TASKS)))
+            args.task = value
+    task = get_task(args.task)
+    overrides = {**task.settings.get("cpu", {}), **PROFILES[args.profile],
+                 **(task.settings.get(args.profile, {}) if args.profile != "cpu" else {})}
+    if task.name != Config.task:
+        overrides["task"] = task.name
     types = {f.name: type(f.default) for f in fields(Config)}
-    for item in args.set:
-        key, value = item.split("=", 1)
+    for key, value in sets:
         if key not in types:
             raise SystemExit("--set: Config has no field %r (fields: %s)" % (key, ", ".join(types)))
         overrides[key] = value.lower() in ("1", "true", "yes") if types[key] is bool else types[key](value)
@@ -140,6 +155,7 @@ def main() -> int:
     result = {
         "command": "python3 examples/llm/run.py " + " ".join(sys.argv[1:]),
         "profile": args.profile,
+        "task": task.name,
         "machine": info,
         "config": jobs[0][0],
         "seeds_asked": args.seeds,
@@ -195,10 +211,10 @@ def smoke_report(out: Path, result: dict) -> None:
     """What a smoke run did, sampler by sampler and step by step: one seed's success rates over a
     few episodes compare nothing, so its paired differences are not printed."""
     cfg = result["config"]
-    print("smoke run: seed %d, %d steps per sampler, %d prompts per step, a %d-layer GPT-2 pre-trained %d steps; "
-          "success = mean outcome of %d episodes per prompt on the %d-prompt pool (too few to compare samplers)"
-          % (cfg["seed"], cfg["steps"], cfg["prompts_per_step"], cfg["layers"], cfg["pretrain_steps"], cfg["eval_samples"],
-             cfg["prompt_pool"]))
+    print("smoke run: seed %d, %d steps per sampler, %d prompts per step, the %s task, a %d-layer GPT-2 pre-trained %d "
+          "steps; success = mean outcome of %d episodes per prompt on the %d-prompt pool (too few to compare samplers)"
+          % (cfg["seed"], cfg["steps"], cfg["prompts_per_step"], cfg.get("task", "calculator"), cfg["layers"],
+             cfg["pretrain_steps"], cfg["eval_samples"], cfg["prompt_pool"]))
     for r in result["runs"]:
         print("%-16s success %.3f -> %.3f" % (r["sampler"], r["curve"][0][1], r["final_success"]))
         for i, step in enumerate(r["steps"], 1):

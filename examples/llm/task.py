@@ -40,7 +40,11 @@ DIFFICULTIES = (1, 2, 3)
 
 
 class Tokenizer:
-    """Word-level tokenizer over the task's 19 symbols (numbers are written digit by digit)."""
+    """Word-level tokenizer over a task's symbols (this task's 19 by default; numbers are written
+    digit by digit, and the digits keep their ids in every task)."""
+
+    def __init__(self, tokens: list[str] = TOKENS):
+        self.tokens = tokens
 
     def encode(self, text: str) -> list[int]:
         ids = []
@@ -48,13 +52,13 @@ class Tokenizer:
             if word.isdigit():
                 ids.extend(DIGIT0 + int(c) for c in word)
             else:
-                ids.append(TOKENS.index(word))
+                ids.append(self.tokens.index(word))
         return ids
 
     def decode(self, ids: list[int]) -> str:
         out: list[str] = []
         for i in ids:
-            word = TOKENS[i]
+            word = self.tokens[i]
             if word.isdigit() and out and out[-1].isdigit():
                 out[-1] += word
             else:
@@ -94,17 +98,26 @@ class Turn:
     response: list[int]  # environment tokens appended after the turn (empty when done)
 
 
+def parse_action(action: list[int]) -> tuple[int, int, int] | None:
+    """`HEAD n ;` as (head, n, digits written), or None when malformed (no `;` at the end, no
+    number, a leading zero); whether the head and n make an accepted call is the caller's check."""
+    if len(action) < 2 or action[-1] != END:
+        return None
+    head, digits = action[0], action[1:-1]
+    if not digits or any(d < DIGIT0 for d in digits) or (len(digits) > 1 and digits[0] == DIGIT0):
+        return None
+    return head, int("".join(str(d - DIGIT0) for d in digits)), len(digits)
+
+
 def step(prompt: Prompt, value: int, calls_so_far: int, turn: list[int]) -> Turn:
     """The environment's answer to one complete turn (its tokens, ending with `;` or cut at the cap)."""
-    if len(turn) < 2 or turn[-1] != END:
+    parsed = parse_action(turn)
+    if parsed is None:
         return Turn(True, 0.0, value, [])
-    head, digits = turn[0], turn[1:-1]
-    if not digits or any(d < DIGIT0 for d in digits) or (len(digits) > 1 and digits[0] == DIGIT0):
-        return Turn(True, 0.0, value, [])
-    n = int("".join(str(d - DIGIT0) for d in digits))
+    head, n, written = parsed
     if head == ANSWER:
         return Turn(True, 1.0 if n == value == prompt.target else 0.0, value, [])
-    if (head, n) not in ALL_CALLS or len(digits) != 1 or calls_so_far >= MAX_TOOL_CALLS:
+    if (head, n) not in ALL_CALLS or written != 1 or calls_so_far >= MAX_TOOL_CALLS:
         return Turn(True, 0.0, value, [])
     new = apply_call(value, head, n)
     if new > MAX_VALUE:
@@ -116,15 +129,20 @@ def call_tokens(op: int, k: int) -> list[int]:
     return [op, DIGIT0 + k, END]
 
 
-@lru_cache(maxsize=None)
 def live(target: int, value: int, calls: int) -> bool:
     """Whether a state (value, tool calls made) can still end with the reward: the target is
     reached within the calls left, by any calls the environment accepts."""
+    return reachable(target, value, MAX_TOOL_CALLS - calls)
+
+
+@lru_cache(maxsize=None)
+def reachable(target: int, value: int, calls_left: int) -> bool:
+    """Whether `calls_left` calls the environment accepts (or none) lead from value to target."""
     if value == target:
         return True
-    if calls >= MAX_TOOL_CALLS:
+    if calls_left <= 0:
         return False
-    return any(live(target, v, calls + 1) for v in {apply_call(value, op, k) for op, k in ALL_CALLS} if v <= MAX_VALUE)
+    return any(reachable(target, v, calls_left - 1) for v in {apply_call(value, op, k) for op, k in ALL_CALLS} if v <= MAX_VALUE)
 
 
 @lru_cache(maxsize=None)
@@ -138,15 +156,20 @@ def fewest_calls(start: int, target: int, calls: tuple = tuple(TRANSCRIPT_CALLS)
     return None
 
 
+def quotas(count: int, mix: tuple[float, ...]) -> list[int]:
+    """`count` split by the shares `mix`, in whole numbers (largest remainder)."""
+    out = [int(count * w) for w in mix]
+    for i in sorted(range(len(mix)), key=lambda i: -(count * mix[i] - out[i]))[: count - sum(out)]:
+        out[i] += 1
+    return out
+
+
 def make_prompts(rng: random.Random, count: int, mix: tuple[float, ...] = (0.25, 0.5, 0.25)) -> list[Prompt]:
     """`count` distinct prompts, `mix[d-1]` of them of difficulty d (largest remainder), each made by
     random transcript calls from a random start, in a seeded random order."""
-    quotas = [int(count * w) for w in mix]
-    for i in sorted(range(len(mix)), key=lambda i: -(count * mix[i] - quotas[i]))[: count - sum(quotas)]:
-        quotas[i] += 1
     prompts: list[Prompt] = []
     seen = set()
-    for difficulty, quota in zip(DIFFICULTIES, quotas):
+    for difficulty, quota in zip(DIFFICULTIES, quotas(count, mix)):
         made = 0
         while made < quota:
             start = rng.randint(1, 9)

@@ -18,7 +18,7 @@ from decode import max_logit_gap
 from forest import Forest, Grower, fixed_uniforms, stream_uniforms
 from model import build_model, pretrain, weighted_log_prob
 from samplers import EntropySampler, IndependentSampler, TraceSampler, UniformSampler, pack
-from task import DIFFICULTIES, MAX_EPISODE_TOKENS, Prompt, make_prompts
+from tasks import CALCULATOR, Task, get_task
 
 # Every sampler spends `tokens_per_step` generated tokens per step, except the compute-equivalence
 # rows: independent chains with 1.5 and 2 times the tokens.
@@ -32,6 +32,7 @@ MAX_DECODER_GAP = 1e-4  # largest logit difference allowed between decode.Decode
 @dataclass
 class Config:
     seed: int = 0
+    task: str = "calculator"  # a name in tasks.TASKS; "calculator" is the committed run's
     steps: int = 50
     prompt_pool: int = 32  # distinct prompts of the seed (trained on and evaluated on)
     prompts_per_step: int = 8
@@ -62,13 +63,14 @@ class Config:
 
 def seed_setup(cfg: Config, table: torch.Tensor):
     """The seed's prompts and its pre-trained policy, shared by every sampler (a paired comparison)."""
-    prompts = make_prompts(random.Random(cfg.seed * 31 + 1), cfg.prompt_pool)
-    model = build_model(cfg.seed, cfg.layers, cfg.hidden, cfg.heads).to(cfg.device)
+    task = get_task(cfg.task)
+    prompts = task.make_prompts(random.Random(cfg.seed * 31 + 1), cfg.prompt_pool)
+    model = build_model(cfg.seed, cfg.layers, cfg.hidden, cfg.heads, task).to(cfg.device)
     t0 = time.perf_counter()
     done = None
     if cfg.pretrain_until > 0:
-        done = lambda: evaluate(model, prompts, cfg.eval_samples, table)["success"] >= cfg.pretrain_until  # noqa: E731
-    loss, taken = pretrain(model, cfg.seed, cfg.pretrain_steps, done=done)
+        done = lambda: evaluate(model, prompts, cfg.eval_samples, table, task)["success"] >= cfg.pretrain_until  # noqa: E731
+    loss, taken = pretrain(model, cfg.seed, cfg.pretrain_steps, done=done, task=task)
     return prompts, model, {"pretrain_loss": loss, "pretrain_steps_taken": taken, "pretrain_s": time.perf_counter() - t0}
 
 
@@ -76,17 +78,18 @@ def eval_table(cfg: Config, stream: int = 1) -> torch.Tensor:
     """The seed's evaluation uniforms (episodes × tokens), the same for every sampler and point;
     `stream` 2 is the pilot's second, independent set."""
     gen = torch.Generator().manual_seed(cfg.seed * 7 + stream)
-    return torch.rand(cfg.prompt_pool * cfg.eval_samples, MAX_EPISODE_TOKENS, generator=gen, dtype=torch.float64)
+    return torch.rand(cfg.prompt_pool * cfg.eval_samples, get_task(cfg.task).max_episode_tokens, generator=gen,
+                      dtype=torch.float64)
 
 
-def evaluate(model, prompts: list[Prompt], samples: int, table: torch.Tensor) -> dict:
+def evaluate(model, prompts: list, samples: int, table: torch.Tensor, task: Task = CALCULATOR) -> dict:
     """Success of `samples` sampled episodes per prompt (temperature 1, no budget), drawn with the
     fixed uniforms of `table`: overall and by difficulty."""
-    forest = Forest([p for p in prompts for _ in range(samples)])
+    forest = Forest([p for p in prompts for _ in range(samples)], task)
     Grower(forest, model, fixed_uniforms(table), budget=10 ** 9, embed=False).run(list(forest.roots))
     wins = [forest.nodes[r].reward_sum for r in forest.roots]
     by = {}
-    for d in DIFFICULTIES:
+    for d in task.difficulties:
         mine = [w for w, p in zip(wins, forest.prompts) if p.difficulty == d]
         if mine:
             by[str(d)] = sum(mine) / len(mine)
@@ -123,7 +126,9 @@ def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "tr
 def tree_metrics(forest: Forest) -> dict:
     """Sibling groups with ≥ 2 finished children and how many of them are mixed (children's mean
     outcomes not all equal); the turn at which each failed rollout was lost (its first node from
-    which no continuation can earn the reward), counted by turn 1, 2, ..."""
+    which no continuation can earn the reward), counted by turn 1, 2, ...; and the generated
+    tokens of the failed rollouts, all of them and those from the turn it was lost at on (what
+    a fork at the last node where the episode was still winnable regenerates)."""
     scored = mixed = 0
     for n in forest.nodes:
         values = [forest.value(c) for c in n.children if forest.nodes[c].visits]
@@ -131,6 +136,7 @@ def tree_metrics(forest: Forest) -> dict:
             scored += 1
             mixed += max(values) > min(values)
     lost_at: dict[str, int] = {}
+    failed_tokens = decided_tokens = 0
     for leaf, n in enumerate(forest.nodes):
         if not n.terminal or n.outcome > 0:
             continue
@@ -139,10 +145,14 @@ def tree_metrics(forest: Forest) -> dict:
         while forest.nodes[v].parent >= 0:
             path.append(v)
             v = forest.nodes[v].parent
-        first = next(u for u in reversed(path) if forest.lost(u))
-        key = str(forest.nodes[first].depth)
+        first = next(i for i in range(len(path) - 1, -1, -1) if forest.lost(path[i]))
+        key = str(forest.nodes[path[first]].depth)
         lost_at[key] = lost_at.get(key, 0) + 1
-    return {"scored_groups": scored, "mixed_groups": mixed, "lost_at_turn": lost_at}
+        tokens = [forest.nodes[u].span[1] - forest.nodes[u].span[0] for u in path]  # leaf first
+        failed_tokens += sum(tokens)
+        decided_tokens += sum(tokens[: first + 1])
+    return {"scored_groups": scored, "mixed_groups": mixed, "lost_at_turn": lost_at,
+            "failed_tokens": failed_tokens, "tokens_from_lost_turn": decided_tokens}
 
 
 def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
@@ -155,10 +165,11 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
     return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding)
 
 
-def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, table: torch.Tensor, first: dict,
+def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,
           check_table: torch.Tensor | None = None) -> dict:
     """One sampler from the seed's pre-trained policy; `first` is that policy's evaluation; with
     `check_table`, the final policy is evaluated again with those random numbers."""
+    task = get_task(cfg.task)
     model = copy.deepcopy(base_model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
     uniforms = stream_uniforms(torch.Generator().manual_seed(cfg.seed * 1009 + 7))
@@ -173,7 +184,7 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, tab
         for step in range(cfg.steps):
             t0 = time.perf_counter()
             batch = [prompts[(step * cfg.prompts_per_step + i) % len(prompts)] for i in range(cfg.prompts_per_step)]
-            forest = Forest(batch)
+            forest = Forest(batch, task)
             # Sketched TRACE rows record no hidden state (the same tokens are sampled either way).
             grower = Grower(forest, model, uniforms, budget, embed=getattr(sampler, "sketch", None) is None)
             sampler.grow(grower, model)
@@ -190,9 +201,11 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, tab
             per_step.append({"tokens": grower.used, "rollouts": grower.started, "finished": grower.finished,
                              "truncated": grower.truncated, "successes": successes, "nodes": len(forest.nodes),
                              "batches": grower.runs, "loss": loss, "update_nodes": nodes, **tree_metrics(forest),
+                             "chain_rollouts": grower.chain_rollouts, "chain_tokens": grower.chain_tokens,
+                             "fork_rollouts": grower.fork_rollouts, "fork_tokens": grower.fork_tokens,
                              **({"alpha": sampler.adam.alpha, "tau": sampler.adam.tau} if getattr(sampler, "adam", None) else {})})
             if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
-                last = evaluate(model, prompts, cfg.eval_samples, table)
+                last = evaluate(model, prompts, cfg.eval_samples, table, task)
                 curve.append([used_total, last["success"]])
         result = {"sampler": sampler_name, "seed": cfg.seed, "curve": curve, "final_success": curve[-1][1],
                   "mean_success": sum(c[1] for c in curve[1:]) / max(1, len(curve) - 1),
@@ -201,7 +214,7 @@ def train(cfg: Config, sampler_name: str, prompts: list[Prompt], base_model, tab
                   "generate_s": generate_s / cfg.steps, "update_s": update_s / cfg.steps, "steps": per_step,
                   "loss_finite": all(math.isfinite(s["loss"]) for s in per_step)}
         if check_table is not None:
-            result["final_success_check"] = evaluate(model, prompts, cfg.eval_samples, check_table)["success"]
+            result["final_success_check"] = evaluate(model, prompts, cfg.eval_samples, check_table, task)["success"]
         if isinstance(sampler, TraceSampler):
             # One more sync, outside the timed steps: the service must hold the last forest exactly.
             a = pack(forest, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch)
@@ -242,12 +255,12 @@ def run_seed(args: tuple[dict, list[str], float]) -> list[dict]:
     c0 = _cpu_s()
     prompts, model, info = seed_setup(cfg, table)
     info["pretrain_cpu_s"] = _cpu_s() - c0
-    info["decoder_gap"] = max_logit_gap(model)
+    info["decoder_gap"] = max_logit_gap(model, max_sequence=get_task(cfg.task).max_sequence)
     if not info["decoder_gap"] <= MAX_DECODER_GAP:
         raise AssertionError("seed %d: the decoder's logits differ from the transformers forward pass by %g (> %g)"
                              % (cfg.seed, info["decoder_gap"], MAX_DECODER_GAP))
     check = eval_table(cfg, 2) if cfg.eval_check else None
-    first = evaluate(model, prompts, cfg.eval_samples, table)
+    first = evaluate(model, prompts, cfg.eval_samples, table, get_task(cfg.task))
     out = []
     for name in samplers:
         t0, c0 = time.perf_counter(), _cpu_s()
