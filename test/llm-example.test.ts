@@ -17,7 +17,7 @@ if (!haveTorch && !required) {
     + '(pip install -r examples/llm/requirements.txt; CI sets TRACE_ALLOC_REQUIRE_LLM=1 so it cannot skip there)');
 }
 
-const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
+const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v3', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
 const MULTIPLIER: Record<string, number> = { 'independent-1.5x': 1.5, 'independent-2x': 2 };
 
 interface Step {
@@ -119,11 +119,13 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a G
       expect(result.task).toBe('calculator');
       expect(result.runs.map((r) => r.sampler)).toEqual(SAMPLERS);
       expectSmokeInvariants(result);
-      // `trace` and `trace-learned` pass no rule, so they follow the library's default; `trace-v2` asks for v2.
+      // `trace` and `trace-learned` pass no rule, so they follow the library's default; `trace-v3` and `trace-v2` ask for theirs.
       const byName = Object.fromEntries(result.runs.map((r) => [r.sampler, r]));
       expect(byName.trace.rule_asked).toBeNull();
       expect(byName.trace.rule).toBe(DEFAULT_RULE);
       expect(byName['trace-learned'].rule).toBe(DEFAULT_RULE);
+      expect(byName['trace-v3'].rule_asked).toBe('v3');
+      expect(byName['trace-v3'].rule).toBe('v3');
       expect(byName['trace-v2'].rule_asked).toBe('v2');
       expect(byName['trace-v2'].rule).toBe('v2');
       expect(readFileSync(join(dir, 'curve.svg'), 'utf8')).toContain('<polyline');
