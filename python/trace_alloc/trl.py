@@ -91,7 +91,7 @@ from .hf import HFTurnGenerator  # noqa: F401 - part of this module's interface 
 from .learn import LearnState
 from .tree import Trajectory
 
-__all__ = ["HFTurnGenerator", "OVERRIDE_ENV", "PRIVATE_HOOK", "SELECTIONS", "SUPPORTED_TRL", "TOKEN_SUM_LOSSES",
+__all__ = ["BATCH", "HFTurnGenerator", "OVERRIDE_ENV", "PRIVATE_HOOK", "SELECTIONS", "SUPPORTED_TRL", "TOKEN_SUM_LOSSES",
            "TraceRolloutFunc", "check_trl_version", "choose", "env_reward", "installed_trl_version", "prompt_groups",
            "spread_order"]
 
@@ -130,6 +130,10 @@ def check_trl_version(version: Optional[str]) -> None:
 check_trl_version(installed_trl_version())
 
 SELECTIONS = ("spread", "random")
+#: `concurrency=BATCH` (the default): keep as many rollouts running as the call returns completions
+#: (TRL's generation batch), refilling each slot as its rollout ends (the driver's continuous placement).
+BATCH = "batch"
+Concurrency = Union[None, str, int, Callable[[int], int]]
 #: TRL loss types that sum tokens with one normaliser for the whole generation batch (each node then
 #: counts once exactly). "bnpo" normalises each micro-batch on its own, "grpo", "sapo" and "luspo" each sequence.
 TOKEN_SUM_LOSSES = ("dapo", "dr_grpo", "cispo")
@@ -211,6 +215,7 @@ class TraceRolloutFunc:
                  max_turn_tokens: int, budget: Union[Budget, Callable[[int], Budget]], dim: Optional[int] = None,
                  pad_token_id: Optional[int] = None, selection: str = "spread", attach_advantages: bool = False,
                  advantage: Optional[str] = None, share: Optional[str] = None, seed: int = 0,
+                 concurrency: Concurrency = BATCH,
                  rollouts_per_round: Optional[Callable[[int], int]] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None,
@@ -227,6 +232,13 @@ class TraceRolloutFunc:
         self.generate, self.prepare, self.budget = generate, prepare, budget
         self.pad_token_id = pad_token_id
         self.selection, self.attach_advantages, self.share = selection, attach_advantages, share
+        if not (concurrency is None or concurrency == BATCH or callable(concurrency) or _positive_int(concurrency)):
+            raise TraceAllocError("invalid_options", "concurrency must be %r, None (the round driver), an integer >= 1 or "
+                                  "a function of the number of trees, got %r" % (BATCH, concurrency), field="concurrency")
+        if concurrency is not None and learn is not None:
+            raise TraceAllocError("invalid_options", "learning alpha, tau needs each round's plan scores: pass "
+                                  "concurrency=None (the round driver) with learn", field="concurrency")
+        self.concurrency = concurrency
         self.rollouts_per_round = rollouts_per_round
         self._trainer: Any = None
         credit = {} if advantage is None else {"advantage": advantage}  # None: the driver's default, from trace_alloc.advantages
@@ -248,6 +260,7 @@ class TraceRolloutFunc:
         self._trainer = trainer
         per_round = self.rollouts_per_round(len(groups)) if self.rollouts_per_round else None
         self.driver.rollouts_per_round = per_round
+        self.driver.concurrency = self._concurrency(len(prompts), len(groups))
         try:
             result = self.driver.run(tree_prompts, budget)
         finally:
@@ -256,6 +269,17 @@ class TraceRolloutFunc:
         for t, (_, length) in enumerate(groups):
             chosen += choose(result, t, length, self.selection, self.rng)
         return self._output(result, chosen, trainer)
+
+    def _concurrency(self, completions: int, trees: int) -> Optional[int]:
+        """This call's concurrency: TRL's generation batch (`completions`) for BATCH, None for the round driver."""
+        if self.concurrency is None:
+            return None
+        value = completions if self.concurrency == BATCH else self.concurrency(trees) if callable(self.concurrency) \
+            else self.concurrency
+        if not _positive_int(value):
+            raise TraceAllocError("invalid_options", "concurrency(%d trees) must be an integer >= 1, got %r" % (trees, value),
+                                  field="concurrency")
+        return int(value)
 
     def _output(self, result: RolloutResult, chosen: List[Completion], trainer: Any) -> Dict[str, Any]:
         pad = self.pad_token_id
@@ -308,10 +332,16 @@ class TraceRolloutFunc:
             "returned_unfinished": sum(1 for c, r in zip(chosen, out["env_reward"]) if c.trajectory is not None and r is None),
             "padded": sum(1 for c in chosen if c.trajectory is None),
             "mean_copies": shared / counted if counted else 0.0,
-            "root_share": result.root_branches / max(1, sum(a.branches for p in result.plans for tp in p.trees for a in tp.allocations)),
+            "continuous": self.driver.concurrency is not None, "concurrency": self.driver.concurrency,
+            # Every placed rollout is a trajectory or never started, in both drivers (the continuous one keeps no plans).
+            "root_share": result.root_branches / max(1, len(result.trajectories) + result.never_started),
             "mean_reward": _mean([t.reward for t in result.finished]),
         })
         return out
+
+
+def _positive_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
 
 
 def _mean(xs: Sequence[Optional[float]]) -> Optional[float]:
