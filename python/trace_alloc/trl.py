@@ -47,6 +47,17 @@ prefixes as possible) or `"random"` (seeded); finished ones first. A tree with t
 (its budget share ran out) is filled with unfinished ones, then with empty padding (one stop
 token, env_mask 0, reward None: no loss, no statistics); `history` counts them.
 
+**Concurrency.** By default (`concurrency=BATCH`) the trees grow with the driver's continuous
+placement (`TreeRollout(concurrency=C)`) at C = the number of completions the call returns,
+TRL's generation batch: that many rollouts run at once and each slot is refilled as its rollout
+ends, so the generator's batch stays as full as TRL's default sampling keeps it. An integer, or
+a function of the number of trees, sets another C; `concurrency=None` is the round driver
+(`rollouts_per_round` per plan, each round waiting for all of its rollouts; `learn` needs it).
+The trade-off: at the chains' tokens a step holds about one batch of rollouts, so at C = the
+batch most of them start at once, from the prompts, before any outcome is known; a smaller C
+places more of them on evidence, but the same tokens then take more, smaller generate calls
+(examples/trl measures both).
+
 **How GRPO's group statistics see a tree.** GRPO's group is the `num_generations` completions of
 one prompt: here, leaves of one tree. Its baseline is their mean outcome and its scale their
 standard deviation, as for independent samples, but tree leaves are not independent: leaves
@@ -204,7 +215,9 @@ class TraceRolloutFunc:
     and `step(state, turn_ids) -> EnvStep` as for `TreeRollout` (`turn_ids`: the turn's token ids,
     a tuple); `prepare(prompt) -> Prompt`: the token ids and the environment's start state of one
     dataset prompt. `budget`: a `Budget` per call, or `budget(trees) -> Budget`. The other options
-    are `TreeRollout`'s (`dim` None: token sketches). `attach_advantages`: also return
+    are `TreeRollout`'s (`dim` None: token sketches). `concurrency`: BATCH (the default: the
+    call's number of completions), an integer, `concurrency(trees) -> int`, or None for the round
+    driver (module docstring). `attach_advantages`: also return
     `tree_advantages` (per token, `advantage` spread with `share`; None: the package's defaults,
     `trace_alloc.advantages`) for `TreeGRPOTrainer`.
     The service is `service` (one of this rollout function's own). `history` keeps one dict of
