@@ -16,15 +16,18 @@ if (!haveTrl && !required) {
     + '(pip install -r examples/trl/requirements.txt; set TRACE_ALLOC_REQUIRE_TRL=1 so it cannot skip)`);
 }
 
-interface Call { trees: number; tokens_used: number; returned_finished: number; returned_unfinished: number; padded: number }
+interface Call {
+  trees: number; tokens_used: number; returned_finished: number; returned_unfinished: number; padded: number;
+  continuous: boolean; concurrency: number | null; rounds: number;
+}
 interface Run {
   sampler: string; tokens: number[]; steps: { loss: number; frac_reward_zero_std: number | null }[]; success_before: number; success_after: number;
-  rollout_calls?: Call[]; completions_per_prompt?: number;
+  wall_s: number; step_s: number[]; rollout_calls?: Call[]; completions_per_prompt?: number;
 }
 
 describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tree rollouts (smoke run)', () => {
   // The temp folder is made inside the test: vitest runs a skipped suite's body too.
-  it('trains 2 steps with TRL\'s default sampling and with tree rollouts at the same tokens per step', () => {
+  it('trains 2 steps with TRL\'s default sampling and with continuously placed tree rollouts at the same tokens per step', () => {
     if (!haveTrl) throw new Error(`TRACE_ALLOC_REQUIRE_TRL=1 but python3 cannot import trl, torch and transformers: ${probe.stderr}`);
     if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
     const out = mkdtempSync(join(tmpdir(), 'trace-alloc-trl-'));
@@ -42,6 +45,10 @@ describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tre
       expect(r.steps, r.sampler).toHaveLength(steps);
       expect(r.steps.every((s) => Number.isFinite(s.loss)), r.sampler).toBe(true);
       expect(r.success_after).toBeGreaterThanOrEqual(0);
+      // The training run's wall-clock, and each step's, recorded (what the committed run compares).
+      expect(r.wall_s, r.sampler).toBeGreaterThan(0);
+      expect(r.step_s, r.sampler).toHaveLength(steps);
+      expect(r.step_s.every((s) => s > 0 && s <= r.wall_s), r.sampler).toBe(true);
     }
     for (const r of trees) {
       // The same generated tokens as TRL's default sampling, step by step, spent exactly.
@@ -51,6 +58,11 @@ describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tre
         // One tree per prompt and exactly num_generations completions per prompt.
         expect(call.trees).toBe(prompts);
         expect(call.returned_finished + call.returned_unfinished + call.padded).toBe(prompts * generations);
+        // Continuous placement by default: as many rollouts running as TRL asked for completions,
+        // slots refilled by place requests (no rounds).
+        expect(call.continuous, r.sampler).toBe(true);
+        expect(call.concurrency, r.sampler).toBe(prompts * generations);
+        expect(call.rounds, r.sampler).toBeGreaterThanOrEqual(1);
       }
     }
     expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('| trace-treerl |');

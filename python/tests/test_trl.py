@@ -164,6 +164,60 @@ def test_the_trl_extra_declares_the_supported_range():
     assert '"trl%s"' % SUPPORTED_TRL in extra.group(1)
 
 
+# -- concurrency: continuous placement by default, the round driver on request ------------------
+
+def test_by_default_as_many_rollouts_run_as_the_call_returns_completions(service):
+    requests = []
+    policy = toy.Policy(seed=5)
+
+    def generate(reqs, _trainer):
+        requests.append(len(reqs))
+        return policy(reqs)
+
+    func = TraceRolloutFunc(service, generate, toy.step, prepare=lambda name: PROMPTS[int(name[1:])], dim=toy.DIM,
+                            max_turn_tokens=toy.MAX_TURN, budget=lambda trees: Budget(tokens=120 * trees))
+    out = func(["p0"] * 3 + ["p1"] * 3, trainer())
+    h = func.history[-1]
+    assert h["continuous"] and h["concurrency"] == 6 and func.last_result.plans == ()  # no rounds, no plans
+    assert func.last_result.tokens_used == 240  # the budget spent exactly
+    assert max(requests) == 6  # the generator's batch: the 6 completions TRL asked for
+    assert len(out["completion_ids"]) == 6
+    # root_share counts the placed rollouts (the continuous driver keeps no plans to count them from).
+    placed = len(func.last_result.trajectories) + func.last_result.never_started
+    assert h["root_share"] == func.last_result.root_branches / placed and 0 < h["root_share"] <= 1
+
+
+def test_concurrency_may_be_a_number_a_function_of_the_trees_or_the_round_driver(service):
+    fixed = rollout_func(service, 60, concurrency=2)
+    fixed(["p0"] * 3 + ["p1"] * 3, trainer())
+    assert fixed.history[-1]["concurrency"] == 2 and fixed.last_result.tokens_used == 120
+    per_tree = rollout_func(service, 60, concurrency=lambda trees: 3 * trees)
+    per_tree(["p0"] * 3 + ["p1"] * 3 + ["p2"] * 3, trainer())
+    assert per_tree.history[-1]["concurrency"] == 9
+    rounds = rollout_func(service, 60, concurrency=None)
+    rounds(["p0"] * 3 + ["p1"] * 3, trainer())
+    h = rounds.history[-1]
+    assert not h["continuous"] and h["concurrency"] is None and len(rounds.last_result.plans) == h["rounds"] >= 1
+    assert rounds.last_result.tokens_used == 120
+
+
+def test_bad_concurrency_is_refused_naming_the_field(service):
+    from trace_alloc.learn import create_learn_state
+
+    for bad in (0, -1, 2.5, True, "all"):
+        with pytest.raises(TraceAllocError) as info:
+            rollout_func(service, 10, concurrency=bad)
+        assert info.value.field == "concurrency"
+    func = rollout_func(service, 10, concurrency=lambda trees: 0)
+    with pytest.raises(TraceAllocError) as info:
+        func(["p0"] * 3, trainer())
+    assert info.value.field == "concurrency"
+    with pytest.raises(TraceAllocError) as info:  # learning alpha, tau reads the round driver's plans
+        rollout_func(service, 10, learn=create_learn_state())
+    assert info.value.field == "concurrency" and "concurrency=None" in str(info.value)
+    assert rollout_func(service, 10, learn=create_learn_state(), concurrency=None).concurrency is None
+
+
 def test_the_rollout_function_takes_the_package_default_credit(service):
     from trace_alloc import TreeRollout
 

@@ -37,8 +37,10 @@ their slots are refilled at once with one `place` request: each new rollout star
 round plan of `C` rollouts, made with the evidence now, wants more rollouts than are running
 (docs/ALGORITHM.md, "Continuous placement"). The generator's batch stays full until the budget
 ends, and the budget is spent exactly as above (no more rollouts run than the remaining budget
-is expected to finish). The round driver (`concurrency=None`, the default) remains; learning α, τ
-needs it (it reads each round's plan scores).
+is expected to finish, at the tokens generated so far per ended rollout: counting the running
+rollouts' tokens keeps the estimate from the short rollouts that end first). The round driver
+(`concurrency=None`, the default) remains; learning α, τ needs it (it reads each round's plan
+scores).
 
 **Embeddings.** A turn's embedding is what its generator returns (`Turn.embedding`, e.g. the mean
 hidden state; `dim` numbers, or `projection`'s input), or, when the generator returns none
@@ -348,7 +350,7 @@ class TreeRollout:
         minimum = self.min_per_tree if self.min_per_tree * len(trees) <= concurrency else 0
         used = {"tokens": 0, "steps": 0}
         trajectories: List[Trajectory] = []
-        finished_tokens: List[int] = []
+        finished = 0  # rollouts ended so far (the continuous loop cuts none before the budget's end)
         root_branches = never_started = places = 0
 
         def refill(count: int, release: List[int]) -> List[_Running]:
@@ -367,7 +369,7 @@ class TreeRollout:
                 root_branches += p.node == 0
             return out
 
-        running = refill(self._room(concurrency, 0, tokens_left - used["tokens"], finished_tokens, steps_left), [])
+        running = refill(self._room(concurrency, 0, tokens_left - used["tokens"], None, steps_left), [])
         while running:
             ended: List[Tuple[_Running, Trajectory]] = []
             progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
@@ -376,10 +378,12 @@ class TreeRollout:
             if not ended:
                 continue
             self._send(trees, ended)
-            for r, traj in ended:
-                trajectories.append(traj)
-                finished_tokens.append(traj.generated)
-            room = self._room(concurrency, len(running), tokens_left - used["tokens"], finished_tokens,
+            trajectories += [traj for _, traj in ended]
+            finished += len(ended)
+            # Tokens per rollout: every token generated so far (the running rollouts' too) per ended
+            # rollout. The mean of the ended rollouts alone is biased short (short rollouts end
+            # first), which started more rollouts than the budget could finish and cut them.
+            room = self._room(concurrency, len(running), tokens_left - used["tokens"], used["tokens"] / finished,
                               steps_left - used["steps"])
             running += refill(room, [r.ticket for r, _ in ended])
         cut = self._cut(trees, running)
@@ -396,15 +400,17 @@ class TreeRollout:
                              root_branches=root_branches, never_started=never_started)
 
     @staticmethod
-    def _room(concurrency: int, running: int, tokens_left: float, finished_tokens: List[int], steps_left: float) -> int:
+    def _room(concurrency: int, running: int, tokens_left: float, tokens_per_rollout: Optional[float],
+              steps_left: float) -> int:
         """New rollouts to start now: up to `concurrency` running, and no more running than the
-        remaining budget is expected to finish (what is left ÷ the mean tokens of the rollouts
-        finished so far; one step each for an environment-step budget)."""
+        remaining budget is expected to finish (what is left ÷ `tokens_per_rollout`, the tokens
+        generated so far per ended rollout; no limit before one ended; one step each for an
+        environment-step budget)."""
         if tokens_left <= 0 or steps_left <= 0:
             return 0
         cap = concurrency
-        if finished_tokens and tokens_left < math.inf:
-            cap = min(cap, max(1, math.ceil(tokens_left / (sum(finished_tokens) / len(finished_tokens)))))
+        if tokens_per_rollout and tokens_left < math.inf:
+            cap = min(cap, max(1, math.ceil(tokens_left / tokens_per_rollout)))
         if steps_left < math.inf:
             cap = min(cap, max(1, int(steps_left)))
         return max(0, cap - running)

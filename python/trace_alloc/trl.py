@@ -47,6 +47,17 @@ prefixes as possible) or `"random"` (seeded); finished ones first. A tree with t
 (its budget share ran out) is filled with unfinished ones, then with empty padding (one stop
 token, env_mask 0, reward None: no loss, no statistics); `history` counts them.
 
+**Concurrency.** By default (`concurrency=BATCH`) the trees grow with the driver's continuous
+placement (`TreeRollout(concurrency=C)`) at C = the number of completions the call returns,
+TRL's generation batch: that many rollouts run at once and each slot is refilled as its rollout
+ends, so the generator's batch stays as full as TRL's default sampling keeps it. An integer, or
+a function of the number of trees, sets another C; `concurrency=None` is the round driver
+(`rollouts_per_round` per plan, each round waiting for all of its rollouts; `learn` needs it).
+The trade-off: at the chains' tokens a step holds about one batch of rollouts, so at C = the
+batch most of them start at once, from the prompts, before any outcome is known; a smaller C
+places more of them on evidence, but the same tokens then take more, smaller generate calls
+(examples/trl measures both).
+
 **How GRPO's group statistics see a tree.** GRPO's group is the `num_generations` completions of
 one prompt: here, leaves of one tree. Its baseline is their mean outcome and its scale their
 standard deviation, as for independent samples, but tree leaves are not independent: leaves
@@ -91,7 +102,7 @@ from .hf import HFTurnGenerator  # noqa: F401 - part of this module's interface 
 from .learn import LearnState
 from .tree import Trajectory
 
-__all__ = ["HFTurnGenerator", "OVERRIDE_ENV", "PRIVATE_HOOK", "SELECTIONS", "SUPPORTED_TRL", "TOKEN_SUM_LOSSES",
+__all__ = ["BATCH", "HFTurnGenerator", "OVERRIDE_ENV", "PRIVATE_HOOK", "SELECTIONS", "SUPPORTED_TRL", "TOKEN_SUM_LOSSES",
            "TraceRolloutFunc", "check_trl_version", "choose", "env_reward", "installed_trl_version", "prompt_groups",
            "spread_order"]
 
@@ -130,6 +141,10 @@ def check_trl_version(version: Optional[str]) -> None:
 check_trl_version(installed_trl_version())
 
 SELECTIONS = ("spread", "random")
+#: `concurrency=BATCH` (the default): keep as many rollouts running as the call returns completions
+#: (TRL's generation batch), refilling each slot as its rollout ends (the driver's continuous placement).
+BATCH = "batch"
+Concurrency = Union[None, str, int, Callable[[int], int]]
 #: TRL loss types that sum tokens with one normaliser for the whole generation batch (each node then
 #: counts once exactly). "bnpo" normalises each micro-batch on its own, "grpo", "sapo" and "luspo" each sequence.
 TOKEN_SUM_LOSSES = ("dapo", "dr_grpo", "cispo")
@@ -200,7 +215,9 @@ class TraceRolloutFunc:
     and `step(state, turn_ids) -> EnvStep` as for `TreeRollout` (`turn_ids`: the turn's token ids,
     a tuple); `prepare(prompt) -> Prompt`: the token ids and the environment's start state of one
     dataset prompt. `budget`: a `Budget` per call, or `budget(trees) -> Budget`. The other options
-    are `TreeRollout`'s (`dim` None: token sketches). `attach_advantages`: also return
+    are `TreeRollout`'s (`dim` None: token sketches). `concurrency`: BATCH (the default: the
+    call's number of completions), an integer, `concurrency(trees) -> int`, or None for the round
+    driver (module docstring). `attach_advantages`: also return
     `tree_advantages` (per token, `advantage` spread with `share`; None: the package's defaults,
     `trace_alloc.advantages`) for `TreeGRPOTrainer`.
     The service is `service` (one of this rollout function's own). `history` keeps one dict of
@@ -211,6 +228,7 @@ class TraceRolloutFunc:
                  max_turn_tokens: int, budget: Union[Budget, Callable[[int], Budget]], dim: Optional[int] = None,
                  pad_token_id: Optional[int] = None, selection: str = "spread", attach_advantages: bool = False,
                  advantage: Optional[str] = None, share: Optional[str] = None, seed: int = 0,
+                 concurrency: Concurrency = BATCH,
                  rollouts_per_round: Optional[Callable[[int], int]] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None,
@@ -227,6 +245,13 @@ class TraceRolloutFunc:
         self.generate, self.prepare, self.budget = generate, prepare, budget
         self.pad_token_id = pad_token_id
         self.selection, self.attach_advantages, self.share = selection, attach_advantages, share
+        if not (concurrency is None or concurrency == BATCH or callable(concurrency) or _positive_int(concurrency)):
+            raise TraceAllocError("invalid_options", "concurrency must be %r, None (the round driver), an integer >= 1 or "
+                                  "a function of the number of trees, got %r" % (BATCH, concurrency), field="concurrency")
+        if concurrency is not None and learn is not None:
+            raise TraceAllocError("invalid_options", "learning alpha, tau needs each round's plan scores: pass "
+                                  "concurrency=None (the round driver) with learn", field="concurrency")
+        self.concurrency = concurrency
         self.rollouts_per_round = rollouts_per_round
         self._trainer: Any = None
         credit = {} if advantage is None else {"advantage": advantage}  # None: the driver's default, from trace_alloc.advantages
@@ -248,6 +273,7 @@ class TraceRolloutFunc:
         self._trainer = trainer
         per_round = self.rollouts_per_round(len(groups)) if self.rollouts_per_round else None
         self.driver.rollouts_per_round = per_round
+        self.driver.concurrency = self._concurrency(len(prompts), len(groups))
         try:
             result = self.driver.run(tree_prompts, budget)
         finally:
@@ -256,6 +282,17 @@ class TraceRolloutFunc:
         for t, (_, length) in enumerate(groups):
             chosen += choose(result, t, length, self.selection, self.rng)
         return self._output(result, chosen, trainer)
+
+    def _concurrency(self, completions: int, trees: int) -> Optional[int]:
+        """This call's concurrency: TRL's generation batch (`completions`) for BATCH, None for the round driver."""
+        if self.concurrency is None:
+            return None
+        value = completions if self.concurrency == BATCH else self.concurrency(trees) if callable(self.concurrency) \
+            else self.concurrency
+        if not _positive_int(value):
+            raise TraceAllocError("invalid_options", "concurrency(%d trees) must be an integer >= 1, got %r" % (trees, value),
+                                  field="concurrency")
+        return int(value)
 
     def _output(self, result: RolloutResult, chosen: List[Completion], trainer: Any) -> Dict[str, Any]:
         pad = self.pad_token_id
@@ -308,10 +345,16 @@ class TraceRolloutFunc:
             "returned_unfinished": sum(1 for c, r in zip(chosen, out["env_reward"]) if c.trajectory is not None and r is None),
             "padded": sum(1 for c in chosen if c.trajectory is None),
             "mean_copies": shared / counted if counted else 0.0,
-            "root_share": result.root_branches / max(1, sum(a.branches for p in result.plans for tp in p.trees for a in tp.allocations)),
+            "continuous": self.driver.concurrency is not None, "concurrency": self.driver.concurrency,
+            # Every placed rollout is a trajectory or never started, in both drivers (the continuous one keeps no plans).
+            "root_share": result.root_branches / max(1, len(result.trajectories) + result.never_started),
             "mean_reward": _mean([t.reward for t in result.finished]),
         })
         return out
+
+
+def _positive_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
 
 
 def _mean(xs: Sequence[Optional[float]]) -> Optional[float]:
