@@ -14,6 +14,7 @@ import { ENVS, type EnvName } from './envs/index.js';
 import { BAR_ROWS, CURVE_ROWS, LABEL, MORE_BUDGET, PROFILES, type Profile } from './profiles.js';
 import { acrossTable, compactRun, computeEquivalence, curveSeries, equivalenceLine, fmt, learnedParams, resultsTable, summarize, traceGapTable, trajectory, untrained, type BySeed, type Summary } from './report.js';
 import { LEARNERS, TASKS, trainConfig } from './settings.js';
+import { DEFAULT_RULE } from '../src/allocate/rules/index.js';
 import type { Interval } from './stats.js';
 import { train, type Learner, type TrainResult } from './train.js';
 
@@ -119,8 +120,8 @@ function directionCheck(file: string, mine: Record<string, BySeed>, seeds: numbe
   if (full.harness !== HARNESS || !full.finalSuccessBySeed) return { lines: [head, `  SKIPPED: ${file} was written by an earlier harness (its rows and budgets differ; rerun \`npm run eval -- --out eval/results\`)`], status: 'SKIPPED', perKey: {} };
   const lines = [`Direction check: this run (${seeds} seeds) against the full run in ${file} (${full.profile?.seeds ?? '?'} seeds), on the allocators both runs have`,
     '  leading group = the leader (highest mean final success) + every allocator whose paired 95% t-interval of (leader − allocator) over seeds contains 0',
-    '  PASS = quick leader in the full leading group, full leader in the quick leading group, and TRACE v3 (default, learned; those both runs have) inside/outside it in both;',
-    '  INCONCLUSIVE = leaders agree, a TRACE v3 verdict differs, but the two runs\' 95% intervals of its gap to the full leader overlap; FAIL = otherwise'];
+    '  PASS = quick leader in the full leading group, full leader in the quick leading group, and TRACE (the default rule, learned; those both runs have) inside/outside it in both;',
+    '  INCONCLUSIVE = leaders agree, a TRACE verdict differs, but the two runs\' 95% intervals of its gap to the full leader overlap; FAIL = otherwise'];
   const perKey: Record<string, DirectionCheck> = {};
   for (const [which, bySeed] of Object.entries(mine)) {
     const [env, learner] = which.split('/');
@@ -229,8 +230,8 @@ function main(): void {
     }),
   }));
   if (alphaSeries.length > 0) {
-    writeFileSync(join(out, 'alpha.svg'), lineChart({ width: 900, height: 460, title: 'TRACE v3, learned α per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'α', logY: true, series: alphaSeries }));
-    writeFileSync(join(out, 'tau.svg'), lineChart({ width: 900, height: 460, title: 'TRACE v3, learned τ per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'τ', logY: true, series: tauSeries }));
+    writeFileSync(join(out, 'alpha.svg'), lineChart({ width: 900, height: 460, title: 'TRACE (default rule), learned α per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'α', logY: true, series: alphaSeries }));
+    writeFileSync(join(out, 'tau.svg'), lineChart({ width: 900, height: 460, title: 'TRACE (default rule), learned τ per training step (mean over seeds, 95% band)', xLabel: 'training step', yLabel: 'τ', logY: true, series: tauSeries }));
   }
 
   const bySeedFlat = Object.fromEntries(envs.flatMap((e) => learners.map((l) => [key(e, l), finalSuccessBySeed[e][l]])));
@@ -241,7 +242,7 @@ function main(): void {
     markdownTable(['environment', 'learner', 'trees', 'budget / step', 'training steps', 'learning rate', 'TRACE / knapsack round'],
       envs.flatMap((e) => learners.map((l) => { const t = TASKS[e][l]; return [e, l, t.prompts, t.budgetPerStep, t.steps, t.learningRate, t.round.global ? `${t.round.perTree * t.prompts} in one global budget` : `${t.round.perTree} per tree`]; }))), ''];
   if (profile.rows.includes('trace')) {
-    md.push('## TRACE v3 across environments', '');
+    md.push(`## TRACE ${DEFAULT_RULE} (the default rule) across environments`, '');
     for (const l of learners) md.push(`### ${l}`, '', acrossTable(envs.map((e) => ({ env: e, bySeed: finalSuccessBySeed[e][l] }))), '');
   }
   md.push(...sections);
