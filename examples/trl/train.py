@@ -66,9 +66,10 @@ from trace_alloc.trl import HFTurnGenerator, TraceRolloutFunc, TreeGRPOTrainer, 
 
 from episodes import END, PAD, CachedTurns, IndependentRollouts, env_step, make_prompts, prepare, prompt_text, success_rate, tokenizer  # noqa: E402
 from decode import max_logit_gap  # noqa: E402  (examples/llm, on the path episodes sets)
-from model import MAX_POSITIONS, build_model, pretrain  # noqa: E402
+from model import build_model, pretrain  # noqa: E402
 from stats import mean_interval, paired, seeds_for_half_width  # noqa: E402
 from task import MAX_TURN_TOKENS  # noqa: E402
+from tasks import CALCULATOR  # noqa: E402
 
 SAMPLERS = ["independent", "trace", "trace-treerl"]
 REPO = HERE.parents[1]
@@ -155,7 +156,7 @@ def grpo_config(cfg: Config, out: str) -> GRPOConfig:
         output_dir=out, per_device_train_batch_size=cfg.prompts_per_step * cfg.num_generations,
         num_generations=cfg.num_generations, gradient_accumulation_steps=1, max_steps=cfg.steps,
         learning_rate=cfg.learning_rate, beta=0.0, loss_type=cfg.loss_type,
-        scale_rewards=cfg.scale_rewards, max_completion_length=MAX_POSITIONS,
+        scale_rewards=cfg.scale_rewards, max_completion_length=CALCULATOR.max_positions,
         logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, seed=cfg.seed, data_seed=cfg.seed,
         bf16=False, fp16=False, disable_tqdm=True, dataloader_num_workers=0, temperature=1.0,
     )
