@@ -19,18 +19,16 @@
  * hold for the default seed). A failing forest and its command line are kept under
  * $TMPDIR/trace-alloc-conformance/.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { v3CaseArb, type V3Case } from './reference/arbitrary-v3.js';
-import { runCli, v3Flags } from './reference/cli.js';
+import { v3Flags } from './reference/cli.js';
 import { compareV3, type TiesFollowed } from './reference/compare-v3.js';
+import { cliRunner, expectPrinted, forestText, keepFailure, readBack } from './reference/harness-contest.js';
 import { regimesOf } from './reference/coverage-v3.js';
 import { knownDisagreements, knownSkips, type KnownDisagreement } from './reference/known-v3.js';
 import { libraryPlanV3 } from './reference/library-v3.js';
-import type { SpecForest, SpecNode, SpecTree } from './reference/spec.js';
+import type { SpecForest, SpecNode } from './reference/spec.js';
 import { referencePlanV3, V3_DEFAULTS, type V3Params, type V3Plan, type V3Result } from './reference/v3.js';
 
 const RUNS = Number(process.env.CONFORMANCE_V3_RUNS ?? 700);
@@ -38,37 +36,12 @@ const CLI_RUNS = Number(process.env.CONFORMANCE_V3_CLI_RUNS ?? 8);
 const DEFAULT_SEED = 20261201;
 const SEED = Number(process.env.CONFORMANCE_SEED ?? DEFAULT_SEED);
 
-const workDir = mkdtempSync(join(tmpdir(), 'trace-alloc-conf-v3-'));
-afterAll(() => rmSync(workDir, { recursive: true, force: true }));
-let files = 0;
-
-function forestText(forest: SpecForest, format: 'json' | 'jsonl'): string {
-  return format === 'json' ? JSON.stringify(forest) : forest.trees.map((t) => JSON.stringify(t)).join('\n') + '\n';
-}
-
-/** The forest as the library reads it back from `text` (the reference reads the very same bytes). */
-function readBack(text: string, format: 'json' | 'jsonl', dim: number | undefined): SpecForest {
-  return format === 'json' ? (JSON.parse(text) as SpecForest) : { dim, trees: text.trim().split('\n').map((l) => JSON.parse(l) as SpecTree) };
-}
-
-function keepFailure(format: string, text: string, what: string, problems: string[]): string {
-  const dir = join(tmpdir(), 'trace-alloc-conformance');
-  mkdirSync(dir, { recursive: true });
-  const base = join(dir, `v3-failure-${process.pid}-${files++}`);
-  writeFileSync(`${base}.${format}`, text);
-  writeFileSync(`${base}.txt`, `${what}\n\n${problems.join('\n')}\n`);
-  return base;
-}
+const cli = cliRunner('v3');
+afterAll(() => cli.dispose());
 
 /** `trace-alloc score FILE --scores --backend cpu [v3 flags]` on a forest, parsed. */
 function cliPlan(forest: SpecForest, params: V3Params, format: 'json' | 'jsonl' = 'json', opts: Parameters<typeof v3Flags>[1] = {}): { plan: V3Plan; text: string; args: string[] } {
-  const text = forestText(forest, format);
-  const file = join(workDir, `forest-${files++}.${format}`);
-  writeFileSync(file, text);
-  const args = ['score', file, '--scores', '--backend', 'cpu', ...v3Flags(params, opts)];
-  const r = runCli(args);
-  if (r.status !== 0) throw new Error(`trace-alloc ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
-  return { plan: JSON.parse(r.stdout) as V3Plan, text, args };
+  return cli.plan(forest, v3Flags(params, opts), format);
 }
 
 const params = (over: Partial<V3Params> = {}): V3Params => ({ ...V3_DEFAULTS, ...over });
@@ -90,15 +63,6 @@ const EXAMPLE_2: SpecNode[] = [
   { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0] },
   { parent: 4, reward: 1, visits: 1, terminal: true, embedding: [1, 0.2] },
 ];
-
-/** |got − printed| within half a unit of the printed number's last decimal. */
-function expectPrinted(got: readonly number[], printed: readonly number[]): void {
-  expect(got.length).toBe(printed.length);
-  printed.forEach((p, i) => {
-    const decimals = (String(p).split('.')[1] ?? '').length;
-    expect(Math.abs(got[i] - p), `#${i}: ${got[i]} printed as ${p}`).toBeLessThanOrEqual(0.5 * 10 ** -decimals + 1e-12);
-  });
-}
 
 describe('v3 worked examples of docs/ALGORITHM.md, reproduced by the reference and by the CLI', () => {
   const forest1: SpecForest = { dim: 2, trees: [{ id: 'ex1', nodes: EXAMPLE_1 }] };
@@ -171,7 +135,7 @@ function holdToReference(c: V3Case, text: string, got: V3Plan, what: string): vo
   const known = knownDisagreements(forest, c.params, ref);
   const { problems, followed } = compareV3(got, forest, c.params, ref, knownSkips(known, c.params, forest.trees.length));
   if (problems.length > 0) {
-    const where = keepFailure(c.format, text, what, problems);
+    const where = keepFailure('v3', c.format, text, what, problems);
     throw new Error(`${problems.length} disagreement(s) with the v3 reference (kept at ${where}):\n${problems.slice(0, 20).join('\n')}`);
   }
   totals.forests++;

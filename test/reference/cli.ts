@@ -106,21 +106,32 @@ export function scoreFileV2(file: string, params: V2Params, opts: V2FlagOptions 
 export interface V3FlagOptions {
   /** Spell out every setting, defaults included. */
   explicit?: boolean;
-  /** No --rule flag (v3 is the default), `--rule v3`, or `--rule=v3`. */
+  /** No --rule flag (the default rule), `--rule vN`, or `--rule=vN`. */
   rule?: 'default' | 'spaced' | 'joined';
   /** Pass this --widen too: a v1 setting v3 must accept and ignore. */
   widen?: number;
 }
 
-/** The score flags for a v3 parameter set (minDepth has no flag: it must be 1). */
-export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
+/** The settings v3 and v4 read, as [flag, value, default] (the same defaults under both rules). */
+function contestFlowSettings(p: V3Params): Array<[string, number, number]> {
   // --tree-floor is accepted with a per-tree budget too, where it has no effect.
-  // v3 is no longer the default rule: every form names it ('default' as 'spaced').
-  return ruleFlags(o.rule === 'joined' ? ['--rule=v3'] : ['--rule', 'v3'], [
+  return [
     ['--alpha', p.alpha, 1], ['--tau', p.tau, 0.5], ['--prune-ratio', p.pruneRatio, 0.5], ['--contest-gain', p.contestGain, 4],
     ['--fork-keep', p.forkKeep, 0.25], ['--base-depth', p.baseDepth, 4], ['--depth-gain', p.depthGain, 1],
     ['--tree-floor', p.treeFloor, 1],
-  ], p, o);
+  ];
+}
+
+/** The score flags for a v3 parameter set (minDepth has no flag: it must be 1). */
+export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
+  // v3 is no longer the default rule: every form names it ('default' as 'spaced').
+  return ruleFlags(o.rule === 'joined' ? ['--rule=v3'] : ['--rule', 'v3'], contestFlowSettings(p), p, o);
+}
+
+/** The score flags for a v4 parameter set: no --rule flag ('default', v4 is the default), `--rule v4` or `--rule=v4`. */
+export function v4Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
+  const head = o.rule === 'joined' ? ['--rule=v4'] : o.rule === 'spaced' ? ['--rule', 'v4'] : [];
+  return ruleFlags(head, contestFlowSettings(p), p, o);
 }
 
 /** `trace-alloc score FILE --scores --backend cpu [v3 flags]`, parsed; throws with stderr on a non-zero exit. */

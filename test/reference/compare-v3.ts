@@ -1,5 +1,6 @@
 /**
- * Holds a CLI plan made under rule v3 to the independent reference (v3.ts).
+ * Holds a CLI plan made under rule v3 to the independent reference (v3.ts) — or under v4, whose
+ * allocation is v3's on gated scores, to v4.ts: `ref` carries the rule and its scores.
  *
  * Scores: |Δ| ≤ 1e−9·max(1, |value|) for C, w, gA, gB and I (docs/ALGORITHM.md, "Precision, ties
  * and refusals"). Plans: every budget, `unallocated`, `pruned` and {node, branches, depth} exactly,
@@ -92,7 +93,7 @@ export interface CompareV3Options {
 export function compareV3(got: V3Plan, forest: SpecForest, params: V3Params, ref: V3Result, options: CompareV3Options = {}): V3Comparison {
   const out: string[] = [];
   const followed: TiesFollowed = { budget: 0, prune: 0, rounding: 0, depth: 0 };
-  if (got.params?.alpha !== params.alpha || got.params?.tau !== params.tau || got.params?.rule !== 'v3') {
+  if (got.params?.alpha !== params.alpha || got.params?.tau !== params.tau || got.params?.rule !== ref.plan.params.rule) {
     out.push(`params got ${JSON.stringify(got.params)}, want ${JSON.stringify(ref.plan.params)}`);
   }
   if (params.budget.kind === 'global') {

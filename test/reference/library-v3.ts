@@ -6,17 +6,18 @@
  * of the allocator is read or imitated here.
  */
 import { allocate, parseForest, planToJson, scoreCpu } from '../../src/index.js';
+import type { ScoringRule } from './v3-scores.js';
 import type { V3Params, V3Plan } from './v3.js';
 
-/** The plan the library makes under rule v3 for a forest file's text. */
-export function libraryPlanV3(text: string, format: 'json' | 'jsonl', p: V3Params): V3Plan {
+/** The plan the library makes under rule v3 (or v4, which reads the same settings) for a forest file's text. */
+export function libraryPlanV3(text: string, format: 'json' | 'jsonl', p: V3Params, rule: ScoringRule = 'v3'): V3Plan {
   const forest = parseForest(text, format);
-  const scores = scoreCpu(forest, { alpha: p.alpha, tau: p.tau, rule: 'v3' });
+  const scores = scoreCpu(forest, { alpha: p.alpha, tau: p.tau, rule });
   const budget = p.budget.kind === 'perTree'
     ? { budget: p.budget.budget }
     : { totalBudget: p.budget.total, minPerTree: p.budget.minPerTree };
   const allocation = allocate(forest, scores, {
-    rule: 'v3',
+    rule,
     ...budget,
     pruneRatio: p.pruneRatio,
     contestGain: p.contestGain,

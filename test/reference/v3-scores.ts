@@ -1,6 +1,7 @@
 /**
- * Section 2 of docs/ALGORITHM.md ("Scoring") as v3 reads it — σ shared by uncertainty, which the
- * document says v2 and v3 share — written again from the document alone, this time with its
+ * Section 2 of docs/ALGORITHM.md ("Scoring") as v3 and v4 read it — σ shared by uncertainty, which
+ * the document says v2, v3 and v4 share; v4 with the uncertainty gate (`rule = 'v4'`) — written
+ * again from the document alone, this time with its
  * "Numbers at the edges of float64" rules, so that the v3 reference (v3.ts) can take forests
  * with embeddings near 10⁻¹⁷⁰ or 10²⁰⁰, rewards near ±10³⁰⁸ and uncertainties near 10³⁰⁸.
  * (v2.ts transcribes the same formulas literally and is only fed ordinary magnitudes.)
@@ -18,6 +19,19 @@ export const rewardOf = (v: SpecNode): number => v.reward ?? 0;
 export const visitsOf = (v: SpecNode): number => v.visits ?? 0;
 export const uncertaintyOf = (v: SpecNode): number => v.uncertainty ?? 0;
 export const isTerminal = (v: SpecNode): boolean => v.terminal ?? false;
+
+/** The rules that score alike up to the uncertainty gate: v3 (v2's scores) and v4 (gated). */
+export type ScoringRule = 'v3' | 'v4';
+
+/**
+ * The uncertainty gate of v4: a pair whose siblings were both visited and whose rewards are the
+ * same float64 number has Δu = 0. "The same float64 number" is read as numeric equality (`===`):
+ * −0 and +0 agree, as they do in Δr = |r_i − r_j| = 0 (the document does not say; pinned by a
+ * hand case in test/conformance-v4.test.ts).
+ */
+export function gated(i: SpecNode, j: SpecNode, rule: ScoringRule): boolean {
+  return rule === 'v4' && visitsOf(i) > 0 && visitsOf(j) > 0 && rewardOf(i) === rewardOf(j);
+}
 
 /** The sibling group of every node (section 1): its children in increasing index order. */
 export function siblingGroups(tree: SpecTree): number[][] {
@@ -66,18 +80,20 @@ export function distance(ui: readonly number[] | undefined, uj: readonly number[
 
 /**
  * c_ij = Δ/(Δ + α·d + ε) and ċ_ij = −α·Δ·d/(Δ + α·d + ε)², with Δ = Δr + Δu (Δr only when both
- * siblings were visited). ċ is evaluated as −(Δ/den)·(α·d/den), which never forms α·Δ·d; when the
+ * siblings were visited; Δu = 0 where v4's gate closes). ċ is evaluated as −(Δ/den)·(α·d/den), which never forms α·Δ·d; when the
  * denominator itself overflows (rewards near ±10³⁰⁸), every term is taken at a quarter of its
  * size: c and ċ are unchanged by a common factor.
  */
-export function response(i: SpecNode, j: SpecNode, alpha: number, d: number): { c: number; cdot: number } {
+export function response(i: SpecNode, j: SpecNode, alpha: number, d: number, rule: ScoringRule = 'v3'): { c: number; cdot: number } {
   const bothVisited = visitsOf(i) > 0 && visitsOf(j) > 0;
-  let gap = (bothVisited ? Math.abs(rewardOf(i) - rewardOf(j)) : 0) + Math.abs(uncertaintyOf(i) - uncertaintyOf(j));
+  const closed = gated(i, j, rule);
+  const uGap = (x: number, y: number) => (closed ? 0 : Math.abs(x - y));
+  let gap = (bothVisited ? Math.abs(rewardOf(i) - rewardOf(j)) : 0) + uGap(uncertaintyOf(i), uncertaintyOf(j));
   let damp = alpha * d;
   let den = gap + damp + EPS;
   if (!Number.isFinite(den)) {
     const q = (x: number) => x / 4;
-    gap = (bothVisited ? Math.abs(q(rewardOf(i)) - q(rewardOf(j))) : 0) + Math.abs(q(uncertaintyOf(i)) - q(uncertaintyOf(j)));
+    gap = (bothVisited ? Math.abs(q(rewardOf(i)) - q(rewardOf(j))) : 0) + uGap(q(uncertaintyOf(i)), q(uncertaintyOf(j)));
     damp = q(damp);
     den = gap + damp + q(EPS);
   }
@@ -103,7 +119,7 @@ export interface GroupScores {
 }
 
 /** One sibling group, its nodes in group order: C, Ċ, w, gA, gB per child and the group's I. */
-export function scoreGroup(nodes: readonly SpecNode[], alpha: number, tau: number): GroupScores {
+export function scoreGroup(nodes: readonly SpecNode[], alpha: number, tau: number, rule: ScoringRule = 'v3'): GroupScores {
   const k = nodes.length;
   if (k < 2) return { contrast: [0], contrastDot: [0], weight: [1], gradAlpha: [0], gradTau: [0], intensity: 0 };
   const units = nodes.map((v) => unitVector(v.embedding));
@@ -112,7 +128,7 @@ export function scoreGroup(nodes: readonly SpecNode[], alpha: number, tau: numbe
   for (let i = 0; i < k; i++) {
     for (let j = 0; j < k; j++) {
       if (j === i) continue;
-      const { c, cdot } = response(nodes[i], nodes[j], alpha, distance(units[i], units[j]));
+      const { c, cdot } = response(nodes[i], nodes[j], alpha, distance(units[i], units[j]), rule);
       const s = share(nodes[i], nodes[j]);
       C[i] += s * c;
       Cdot[i] += s * cdot;
@@ -148,7 +164,7 @@ export interface TreeScores {
   intensity: number[];
 }
 
-export function scoreTree(tree: SpecTree, alpha: number, tau: number): TreeScores {
+export function scoreTree(tree: SpecTree, alpha: number, tau: number, rule: ScoringRule = 'v3'): TreeScores {
   const n = tree.nodes.length;
   const groups = siblingGroups(tree);
   const s: TreeScores = {
@@ -161,7 +177,7 @@ export function scoreTree(tree: SpecTree, alpha: number, tau: number): TreeScore
   };
   groups.forEach((kids, p) => {
     if (kids.length === 0) return;
-    const g = scoreGroup(kids.map((c) => tree.nodes[c]), alpha, tau);
+    const g = scoreGroup(kids.map((c) => tree.nodes[c]), alpha, tau, rule);
     kids.forEach((c, i) => {
       s.contrast[c] = g.contrast[i];
       s.weight[c] = g.weight[i];

@@ -18,7 +18,7 @@
  * a tree or across trees, and a depth at a .5 edge.
  */
 import type { PlanAllocation, PlanTree, SpecForest, SpecTree, TreeTies } from './spec.js';
-import { isTerminal, rewardOf, scoreTree, visitsOf, type TreeScores } from './v3-scores.js';
+import { isTerminal, rewardOf, scoreTree, visitsOf, type ScoringRule, type TreeScores } from './v3-scores.js';
 
 /** ALGORITHM.md "Ties": a and b are tied when |a − b| ≤ 1e−9·max(1, |a|, |b|). */
 export const TIE = 1e-9;
@@ -62,8 +62,9 @@ export const V3_DEFAULTS: V3Params = {
   budget: { kind: 'perTree', budget: 16 },
 };
 
+/** A plan of v3, or of v4 (v3's allocation on gated scores, v4.ts): the same fields. */
 export interface V3Plan {
-  params: { alpha: number; tau: number; rule: 'v3' };
+  params: { alpha: number; tau: number; rule: ScoringRule };
   trees: PlanTree[];
   totalBudget?: number;
   unallocated?: number;
@@ -446,7 +447,16 @@ export function treeId(tree: SpecTree, t: number): string {
 }
 
 export function referencePlanV3(forest: SpecForest, p: V3Params): V3Result {
-  const scores = forest.trees.map((t) => scoreTree(t, p.alpha, p.tau));
+  return contestFlowPlan(forest, p, 'v3');
+}
+
+/**
+ * v3's allocation (early stop, flow, claims, whole numbers, depth, global split with v3's S_t and
+ * q0) on the scores of `rule`: v3's own, or v4's gated ones (ALGORITHM.md "v4 (the default)":
+ * "v4 allocates exactly as v3 below ... from its own scores").
+ */
+export function contestFlowPlan(forest: SpecForest, p: V3Params, rule: ScoringRule): V3Result {
+  const scores = forest.trees.map((t) => scoreTree(t, p.alpha, p.tau, rule));
   let budgets: number[];
   let budgetTies = new Set<number>();
   if (p.budget.kind === 'perTree') {
@@ -460,7 +470,7 @@ export function referencePlanV3(forest: SpecForest, p: V3Params): V3Result {
   }
   const trees = forest.trees.map((tree, t) => allocateTreeV3(tree, treeId(tree, t), scores[t], budgets[t], p));
   const plan: V3Plan = {
-    params: { alpha: p.alpha, tau: p.tau, rule: 'v3' },
+    params: { alpha: p.alpha, tau: p.tau, rule },
     trees: trees.map((a, t) => ({ ...a.tree, ...scoreFields(forest.trees[t], scores[t]) })),
   };
   if (p.budget.kind === 'global') {
