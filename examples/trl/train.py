@@ -101,6 +101,9 @@ class Config:
     rule: str = ""  # the service's --rule; "" (the committed run): the library's default rule, whatever it is
     advantage: str = "treerl-leaf"  # trace-treerl's credit (trace_alloc.advantages METHODS): TreeRL's per-leaf, as published
     share: str = "repeat"  # and its spread over shared tokens (SHARES): each copy carries the leaf's full advantage
+    # The tree samplers' TraceRolloutFunc budget_end: "finish" (rollouts running at a step's budget end run to
+    # their end, the excess comes off the next steps' budgets) or "cut" (each step exact; the run before this one).
+    budget_end: str = "finish"
 
 
 # A few seconds per sampler. Pre-trained 300 steps, with 8 completions per prompt: a policy pre-trained
@@ -110,7 +113,7 @@ SMOKE = dict(steps=2, prompt_pool=4, prompts_per_step=2, num_generations=8, pret
              layers=1, hidden=64)
 #: The set-up of the run committed before this one (4 seeds, rule v2; README.md "The earlier run").
 EARLIER = dict(steps=30, prompt_pool=16, prompts_per_step=4, pretrain_steps=300, eval_samples=8, concurrency="round",
-               generator="hf", rule="v2", advantage="treerl", share="split")
+               generator="hf", rule="v2", advantage="treerl", share="split", budget_end="cut")
 
 
 def sampler_kind(sampler: str) -> str:
@@ -184,6 +187,7 @@ def run_sampler(name: str, cfg: Config, base_model, tok, dataset, prompts, budge
         rollout = TraceRolloutFunc(ta, generate, env_step, prepare=prepare, dim=cfg.hidden, max_turn_tokens=MAX_TURN_TOKENS,
                                    budget=budget, attach_advantages=sampler_kind(name) == "trace-treerl", seed=cfg.seed,
                                    advantage=cfg.advantage, share=cfg.share, concurrency=concurrency_option(cfg, name),
+                                   budget_end=cfg.budget_end,
                                    rollouts_per_round=lambda trees: cfg.rollouts_per_tree_per_round * trees)
     torch.manual_seed(cfg.seed * 1009 + 7)
     trainer_class = TreeGRPOTrainer if sampler_kind(name) == "trace-treerl" else GRPOTrainer
@@ -333,11 +337,13 @@ def summary(result: dict) -> str:
     m = result["machine"]
     lines = ["# TRL GRPO: TRL's default sampling vs TRACE tree rollouts at equal tokens", "",
              "`%s`: %d seeds (%s), %d steps, %d prompts × %d completions per step, tree concurrency %s, rule %s, "
-             "trace-treerl's credit %s (%s); success = mean "
+             "budget end %s, trace-treerl's credit %s (%s); success = mean "
              "outcome of %d sampled episodes per prompt on the %d-prompt pool; 95%% t-intervals over seeds. Wall %.0f s, "
              "%d process(es), load average %.1f at the start and %.1f at the end." % (
                  result.get("command", "train.py"), len(seeds), "%d–%d" % (seeds[0], seeds[-1]) if seeds else "none",
-                 cfg.steps, cfg.prompts_per_step, cfg.num_generations, cfg.concurrency, rule_of(result), cfg.advantage,
+                 cfg.steps, cfg.prompts_per_step, cfg.num_generations, cfg.concurrency, rule_of(result),
+                 # Runs recorded before budget_end existed cut their rollouts at each step's budget.
+                 result["config"].get("budget_end", "cut"), cfg.advantage,
                  cfg.share, cfg.eval_samples, cfg.prompt_pool,
                  m.get("wall_s", 0.0), m.get("processes", 1), m.get("loadavg_start", [0.0])[0], m["loadavg_end"][0]), "",
              "| sampler | success before % | success after % | change (points) | wall_s per run | s / step | "

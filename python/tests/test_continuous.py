@@ -110,3 +110,21 @@ def test_a_full_batch_at_the_budget_of_one_batch_cuts_few_rollouts(service):
         assert result.tokens_used == 32 * 5
         cut += len(result.unfinished) + result.never_started
     assert cut <= 48, cut
+
+
+@pytest.mark.parametrize("concurrency", [8, None])
+def test_finishing_starts_the_same_rollouts_as_cutting_and_cuts_none(service, concurrency):
+    # Until the budget is spent the two modes make the same requests (the toy policy is seeded), so
+    # they start the same rollouts; "finish" then runs the ones still running to their ends.
+    runs = {}
+    for end in ("cut", "finish"):
+        runs[end] = driver(service, toy.Policy(seed=21), concurrency=concurrency, budget_end=end).run(
+            toy.prompts(4, seed=2), Budget(tokens=300))
+    cut, finish = runs["cut"], runs["finish"]
+    assert cut.tokens_used == 300 and cut.unfinished  # the toy's rollouts were running at the end
+    assert finish.unfinished == () and finish.tokens_used > 300
+    assert len(finish.trajectories) == len(cut.trajectories) and finish.never_started == cut.never_started
+    assert sorted((t.tree, t.start) for t in finish.trajectories) == sorted((t.tree, t.start) for t in cut.trajectories)
+    # What finishing generated past the budget is exactly the cut rollouts' missing rest.
+    assert finish.tokens_used - 300 == sum(t.generated for t in finish.trajectories) - sum(t.generated for t in cut.trajectories)
+    assert service.stats()["trees"] == 0

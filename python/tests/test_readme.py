@@ -52,7 +52,12 @@ def test_the_trl_script_of_the_readme_runs_as_written(monkeypatch, tmp_path):
             namespace["rollout"].driver.service.close()
     trainer, rollout = namespace["trainer"], namespace["rollout"]
     assert trainer.state.global_step == 2
-    # Two calls of two trees each (8 completions per step, 4 per prompt), each spending exactly its budget.
+    # Two calls of two trees each (8 completions per step, 4 per prompt), each spending its budget and
+    # finishing the rollouts still running then; the excess comes off the next call's budget.
     assert [h["trees"] for h in rollout.history] == [2, 2]
-    assert [h["tokens_used"] for h in rollout.history] == [256, 256]
+    first, second = rollout.history
+    assert first["tokens_budget"] == 256 and first["tokens_used"] == 256 + first["excess"]
+    assert second["tokens_budget"] == 256 - first["excess"]
+    assert first["tokens_used"] + second["tokens_used"] == 2 * 256 + second["excess"]
+    assert all(h["unfinished"] == 0 for h in rollout.history)
     assert all(h["returned_finished"] + h["returned_unfinished"] + h["padded"] == 8 for h in rollout.history)

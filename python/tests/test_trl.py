@@ -43,7 +43,9 @@ def test_one_completion_per_entry_from_its_own_tree(service):
         assert len(out["completion_ids"][i]) == len(out["logprobs"][i]) == len(out["env_mask"][i]) >= 1
         assert all(lp == 0.0 for lp, m in zip(out["logprobs"][i], out["env_mask"][i]) if not m)
     result = func.last_result
-    assert len(result.trees) == 3 and result.tokens_used == 240
+    # budget_end="finish" (the default): no rollout is cut, and what they spent past the budget is owed.
+    assert len(result.trees) == 3 and result.tokens_used >= 240 and result.unfinished == ()
+    assert func.excess == result.tokens_used - 240
     # Completions come from distinct leaves, finished ones first.
     finished = {(x.tree, x.completion_ids) for x in result.finished}
     for t in range(3):
@@ -179,7 +181,7 @@ def test_by_default_as_many_rollouts_run_as_the_call_returns_completions(service
     out = func(["p0"] * 3 + ["p1"] * 3, trainer())
     h = func.history[-1]
     assert h["continuous"] and h["concurrency"] == 6 and func.last_result.plans == ()  # no rounds, no plans
-    assert func.last_result.tokens_used == 240  # the budget spent exactly
+    assert func.last_result.tokens_used >= 240 and func.last_result.unfinished == ()  # the budget spent, nothing cut
     assert max(requests) == 6  # the generator's batch: the 6 completions TRL asked for
     assert len(out["completion_ids"]) == 6
     # root_share counts the placed rollouts (the continuous driver keeps no plans to count them from).
@@ -190,7 +192,7 @@ def test_by_default_as_many_rollouts_run_as_the_call_returns_completions(service
 def test_concurrency_may_be_a_number_a_function_of_the_trees_or_the_round_driver(service):
     fixed = rollout_func(service, 60, concurrency=2)
     fixed(["p0"] * 3 + ["p1"] * 3, trainer())
-    assert fixed.history[-1]["concurrency"] == 2 and fixed.last_result.tokens_used == 120
+    assert fixed.history[-1]["concurrency"] == 2 and fixed.last_result.tokens_used >= 120
     per_tree = rollout_func(service, 60, concurrency=lambda trees: 3 * trees)
     per_tree(["p0"] * 3 + ["p1"] * 3 + ["p2"] * 3, trainer())
     assert per_tree.history[-1]["concurrency"] == 9
@@ -198,7 +200,7 @@ def test_concurrency_may_be_a_number_a_function_of_the_trees_or_the_round_driver
     rounds(["p0"] * 3 + ["p1"] * 3, trainer())
     h = rounds.history[-1]
     assert not h["continuous"] and h["concurrency"] is None and len(rounds.last_result.plans) == h["rounds"] >= 1
-    assert rounds.last_result.tokens_used == 120
+    assert rounds.last_result.tokens_used >= 120 and rounds.last_result.unfinished == ()
 
 
 def test_bad_concurrency_is_refused_naming_the_field(service):
@@ -263,3 +265,37 @@ def test_the_private_hook_is_checked_and_replaced_in_one_place(service):
     with pytest.raises(TraceAllocError) as info:
         _tree_trainer_class(fake_grpo_trainer(torch))(rollout_func=func, loss_type="grpo")
     assert info.value.field == "loss_type"
+
+
+# -- the budget's end: finish the running rollouts (default) or cut them -----------------------
+
+@pytest.mark.parametrize("concurrency", ["batch", None])
+def test_finishing_carries_the_excess_so_the_calls_spend_the_budgets_total(service, concurrency):
+    options = {} if concurrency == "batch" else {"concurrency": None}
+    func = rollout_func(service, 50, **options)
+    asked = 50 * 2
+    spent = []
+    for call in range(6):
+        owed = func.excess
+        func(["p0"] * 3 + ["p1"] * 3, trainer())
+        h = func.history[-1]
+        # This call's budget: what was asked, less what earlier calls owed (at most half of it).
+        assert h["tokens_budget"] == asked - min(owed, asked // 2)
+        assert func.last_result.unfinished == () and h["returned_unfinished"] == 0
+        spent.append(h["tokens_used"])
+    assert any(h["excess"] > 0 for h in func.history)  # the toy's rollouts were still running at some budget's end
+    assert sum(spent) == 6 * asked + func.excess  # the run's tokens: the budgets' total and what is still owed
+
+
+def test_cutting_spends_each_budget_exactly_and_owes_nothing(service):
+    func = rollout_func(service, 50, budget_end="cut")
+    for _ in range(3):
+        func(["p0"] * 3 + ["p1"] * 3, trainer())
+        assert func.last_result.tokens_used == 100 and func.excess == 0
+        assert func.history[-1]["tokens_budget"] == 100
+
+
+def test_a_bad_budget_end_is_refused_naming_the_field(service):
+    with pytest.raises(TraceAllocError) as e:
+        rollout_func(service, 50, budget_end="stop")
+    assert e.value.field == "budget_end" and "cut, finish" in str(e.value)

@@ -31,6 +31,14 @@ with its whole turn (a turn cut short resumes when tokens come free), rather tha
 sliver; and the last rounds shrink to the number of rollouts the remaining budget is expected
 to finish (what is left ÷ the mean tokens of the rollouts finished so far in the run).
 
+**Finishing instead of cutting** (`budget_end="finish"`). Cutting biases what a run returns:
+the rollouts still running at the end are the long ones, so the finished set over-represents
+short episodes, and a trainer that must return a fixed number of completions per prompt (TRL)
+gets the cut ones as unscorable. With `"finish"`, no new rollout starts once the budget is
+spent and every started one runs to its episode's end; `tokens_used` then exceeds the budget by
+what they generated (the environment must end its episodes). A caller that needs equal tokens
+over many runs subtracts each run's excess from the next budget (`TraceRolloutFunc` does).
+
 **Continuous placement** (`concurrency=C`): no round barrier. `C` rollouts run at once; after
 every batch in which some ended, their nodes and outcomes go to the service in one `extend` and
 their slots are refilled at once with one `place` request: each new rollout starts where the
@@ -77,6 +85,12 @@ from .tree import RolloutTree, Trajectory, TreeNode, trajectory
 
 Generate = Callable[[List[Request]], Sequence[Turn]]
 Step = Callable[[Any, Tuple[int, ...]], EnvStep]
+
+#: What happens to the rollouts still running when a run's budget is spent (`budget_end`):
+#: "cut" (the default) ends them there, unfinished, so the run spends exactly its budget;
+#: "finish" runs every started rollout to its episode's end, past the budget, so no rollout is
+#: cut and the run spends its budget plus what those rollouts still generate.
+BUDGET_ENDS = ("cut", "finish")
 
 
 @dataclass(frozen=True)
@@ -143,7 +157,8 @@ class TreeRollout:
     `sketch`: the `TokenSketch` for turns without an embedding (its width must equal `dim`).
     `advantage`: one of `advantages.METHODS`. `learn`: a `LearnState` to ascend α, τ after every
     run from the gains of the rollouts each round placed (rewards must then be in [0, 1]); the new
-    α, τ go to the service and stay in `learn_state`.
+    α, τ go to the service and stay in `learn_state`. `budget_end`: one of `BUDGET_ENDS` (the
+    rollouts still running when the budget is spent are cut, or run to their end).
     """
 
     def __init__(self, service: Service, generate: Generate, step: Step, *, max_turn_tokens: int,
@@ -151,7 +166,8 @@ class TreeRollout:
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, advantage: str = DEFAULT_METHOD,
                  learn: Optional[LearnState] = None, tree_prefix: str = "rollout",
-                 sketch: Optional[TokenSketch] = None, concurrency: Optional[int] = None) -> None:
+                 sketch: Optional[TokenSketch] = None, concurrency: Optional[int] = None,
+                 budget_end: str = "cut") -> None:
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
             raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
         if sketch is not None and not isinstance(sketch, TokenSketch):
@@ -177,7 +193,11 @@ class TreeRollout:
         if advantage not in METHODS:
             raise TraceAllocError("invalid_options", "advantage must be one of %s, got %r" % (", ".join(METHODS), advantage),
                                   field="advantage")
+        if budget_end not in BUDGET_ENDS:
+            raise TraceAllocError("invalid_options", "budget_end must be one of %s, got %r" % (", ".join(BUDGET_ENDS), budget_end),
+                                  field="budget_end")
         self.service, self.generate, self.step = service, generate, step
+        self.budget_end = budget_end
         #: True when the caller named `dim` (turns may carry embeddings), False for sketches only.
         self.dim_given = dim is not None
         self.sketch = sketch
@@ -290,8 +310,23 @@ class TreeRollout:
             progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
             if not progressed:
                 break
+        if self.budget_end == "finish":
+            running = self._finish(trees, running, used, ended)
         ended += self._cut(trees, running)
         return ended
+
+    def _finish(self, trees: List[RolloutTree], running: List[_Running], used: Dict[str, int],
+                ended: List[Tuple[_Running, Trajectory]]) -> List[_Running]:
+        """`budget_end="finish"`: the budget is spent; every rollout that has started runs to its
+        episode's end, past the budget (its tokens are counted in `used`). Returns the rollouts that
+        never generated a token: they are not started."""
+        unstarted = [r for r in running if r.generated == 0 and not r.tokens]
+        running = [r for r in running if r.generated > 0 or r.tokens]
+        while running:
+            progressed, running = self._advance(trees, running, math.inf, math.inf, used, ended)
+            if not progressed:  # a generator that returns no tokens for every request: nothing can finish
+                return unstarted + running
+        return unstarted
 
     def _advance(self, trees: List[RolloutTree], running: List[_Running], tokens_left: float, steps_left: float,
                  used: Dict[str, int], ended: List[Tuple[_Running, Trajectory]]) -> Tuple[bool, List[_Running]]:
@@ -386,6 +421,11 @@ class TreeRollout:
             room = self._room(concurrency, len(running), tokens_left - used["tokens"], used["tokens"] / finished,
                               steps_left - used["steps"])
             running += refill(room, [r.ticket for r, _ in ended])
+        if self.budget_end == "finish":
+            done: List[Tuple[_Running, Trajectory]] = []
+            running = self._finish(trees, running, used, done)
+            self._send(trees, done)
+            trajectories += [traj for _, traj in done]
         cut = self._cut(trees, running)
         self._send(trees, cut)  # the whole turns of cut rollouts stay in the trees as open nodes
         for r, traj in cut:

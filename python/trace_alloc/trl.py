@@ -41,7 +41,7 @@ leaf trajectory of its tree: the completion is the path's turns and observations
 prompt, `env_mask` marks the observations, `logprobs` are the policy's (0.0 on observations),
 and `env_reward` (an extra field; reward it with `env_reward`) is the episode's outcome, None
 for a rollout the budget cut (TRL then counts it unscorable: out of the group statistics, zero
-advantage). A tree usually has more leaves than completions are asked for: the ones returned are
+advantage; only with `budget_end="cut"`). A tree usually has more leaves than completions are asked for: the ones returned are
 chosen `selection="spread"` (round-robin over the root's subtrees, recursively: as few shared
 prefixes as possible) or `"random"` (seeded); finished ones first. A tree with too few leaves
 (its budget share ran out) is filled with unfinished ones, then with empty padding (one stop
@@ -57,6 +57,15 @@ The trade-off: at the chains' tokens a step holds about one batch of rollouts, s
 batch most of them start at once, from the prompts, before any outcome is known; a smaller C
 places more of them on evidence, but the same tokens then take more, smaller generate calls
 (examples/trl measures both).
+
+**Budget.** The budget of a call is usually the tokens TRL's default sampling would spend. By
+default (`budget_end="finish"`) no rollout is cut: once the budget is spent no new rollout
+starts, the running ones finish their episodes, and what they spent past the budget is taken
+off the next calls' budgets (`excess`, at most half of a call's budget at a time), so the
+tokens of a whole training run equal the budgets' total plus at most the last call's excess.
+Cutting instead (`budget_end="cut"`, each call exact) returns the rollouts still running at the
+end, which are the long ones, as unscorable completions, and fills their places with the
+short rollouts that had time to finish (examples/trl measures both).
 
 **How GRPO's group statistics see a tree.** GRPO's group is the `num_generations` completions of
 one prompt: here, leaves of one tree. Its baseline is their mean outcome and its scale their
@@ -217,7 +226,9 @@ class TraceRolloutFunc:
     dataset prompt. `budget`: a `Budget` per call, or `budget(trees) -> Budget`. The other options
     are `TreeRollout`'s (`dim` None: token sketches). `concurrency`: BATCH (the default: the
     call's number of completions), an integer, `concurrency(trees) -> int`, or None for the round
-    driver (module docstring). `attach_advantages`: also return
+    driver (module docstring). `budget_end`: "finish" (the default) runs every started rollout
+    to its end and takes what it spent past the budget off the next calls' budgets (`excess`),
+    "cut" ends them at the budget, unfinished (module docstring, "Budget"). `attach_advantages`: also return
     `tree_advantages` (per token, `advantage` spread with `share`; None: the package's defaults,
     `trace_alloc.advantages`) for `TreeGRPOTrainer`.
     The service is `service` (one of this rollout function's own). `history` keeps one dict of
@@ -232,7 +243,7 @@ class TraceRolloutFunc:
                  rollouts_per_round: Optional[Callable[[int], int]] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None,
-                 sketch: Optional[TokenSketch] = None) -> None:
+                 sketch: Optional[TokenSketch] = None, budget_end: str = "finish") -> None:
         if selection not in SELECTIONS:
             raise TraceAllocError("invalid_options", "selection must be one of %s, got %r" % (", ".join(SELECTIONS), selection),
                                   field="selection")
@@ -257,7 +268,11 @@ class TraceRolloutFunc:
         credit = {} if advantage is None else {"advantage": advantage}  # None: the driver's default, from trace_alloc.advantages
         self.driver = TreeRollout(service, lambda requests: self.generate(requests, self._trainer), step, dim=dim,
                                   max_turn_tokens=max_turn_tokens, min_per_tree=min_per_tree, plan_options=plan_options,
-                                  rule=rule, projection=projection, learn=learn, tree_prefix="trl", sketch=sketch, **credit)
+                                  rule=rule, projection=projection, learn=learn, tree_prefix="trl", sketch=sketch,
+                                  budget_end=budget_end, **credit)
+        #: Generated tokens spent past the budgets so far (budget_end="finish"), taken off the next calls' budgets.
+        self.excess = 0
+        self._last_budget: Optional[int] = None
         self.rng = random.Random(seed)
         self.history: List[Dict[str, Any]] = []
         #: Per completion of the last call: the tree advantage of each completion token (with attach_advantages).
@@ -270,6 +285,12 @@ class TraceRolloutFunc:
         groups = prompt_groups(prompts, size)
         tree_prompts = [self.prepare(prompts[start]) for start, _ in groups]
         budget = self.budget if isinstance(self.budget, Budget) else self.budget(len(groups))
+        asked = budget.tokens
+        if asked is not None and self.excess > 0:
+            # Finished rollouts ran past earlier budgets: take that off this one (at most half of it,
+            # so a call always has tokens to spend), so the tokens of all calls stay equal to the budgets'.
+            take = min(self.excess, asked // 2)
+            budget = Budget(tokens=asked - take, steps=budget.steps)
         self._trainer = trainer
         per_round = self.rollouts_per_round(len(groups)) if self.rollouts_per_round else None
         self.driver.rollouts_per_round = per_round
@@ -278,6 +299,9 @@ class TraceRolloutFunc:
             result = self.driver.run(tree_prompts, budget)
         finally:
             self._trainer = None
+        self._last_budget = budget.tokens
+        if asked is not None:  # never negative: a call that spent less than asked earns no credit
+            self.excess = max(0, self.excess + result.tokens_used - asked)
         chosen: List[Completion] = []
         for t, (_, length) in enumerate(groups):
             chosen += choose(result, t, length, self.selection, self.rng)
@@ -340,6 +364,7 @@ class TraceRolloutFunc:
         self.last_result = result
         self.history.append({
             "trees": len(result.trees), "tokens_used": result.tokens_used, "rounds": result.rounds,
+            "tokens_budget": self._last_budget, "excess": self.excess,
             "finished": len(result.finished), "unfinished": len(result.unfinished),
             "returned_finished": sum(1 for r in out["env_reward"] if r is not None),
             "returned_unfinished": sum(1 for c, r in zip(chosen, out["env_reward"]) if c.trajectory is not None and r is None),
