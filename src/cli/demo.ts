@@ -247,6 +247,6 @@ function compareSection(params: ScoreParams, options: AllocateOptions, seed: num
     lines.push(`    ${row.name.padEnd(20)} ${stepText.padStart(17)}  ${`${(100 * mean).toFixed(1)}%`.padStart(22)}  ${gapText}`);
   }
   lines.push('', `  On this task, with these seeds, ${trace.name} is ${verdicts.join(' and ')}.`);
-  lines.push(`  (${seconds.toFixed(1)} s. The full evaluation, more tasks and baselines over 100 seeds: docs/EVALUATION.md.)`);
+  lines.push(`  (${seconds.toFixed(1)} s. The full evaluation, more tasks, learners and baselines: docs/EVALUATION.md.)`);
   return `${lines.join('\n')}\n`;
 }
