@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import toy
-from trace_alloc import Budget, TraceAllocError
+from trace_alloc import Budget, EnvStep, TraceAllocError
 from trace_alloc.tree import RolloutTree, TreeNode, trajectory
 from trace_alloc.trl import TraceRolloutFunc, env_reward, prompt_groups, spread_order
 
@@ -299,3 +299,29 @@ def test_a_bad_budget_end_is_refused_naming_the_field(service):
     with pytest.raises(TraceAllocError) as e:
         rollout_func(service, 50, budget_end="stop")
     assert e.value.field == "budget_end" and "cut, finish" in str(e.value)
+
+
+def five_turns(state, turn):
+    """Every episode takes exactly five turns (3 tokens each when well-formed): a batch of them
+    costs five times its first turns."""
+    calls = state.calls + 1
+    return EnvStep(observation=(toy.EQ, toy.DIGIT0), state=toy.State(state.value, state.target, calls),
+                   done=calls >= 5 or len(turn) != 3, reward=float(turn[1] % 2))
+
+
+def test_finishing_keeps_the_excess_bounded_when_a_batch_costs_more_than_the_budget(service):
+    # Six completions asked for, six rollouts at once, and a budget whose half still grants six
+    # first turns (5 tokens each) but that does not hold six episodes (15 tokens each): had every call still started the whole batch, what is owed would grow by
+    # the difference every call. From the second call on, the batch starts no more rollouts than
+    # the budget is expected to finish (at the tokens per rollout of the calls before), so what is
+    # owed stays within one batch's overrun and the calls spend the budgets' total.
+    policy = toy.Policy(seed=4, malformed=0.0)
+    func = TraceRolloutFunc(service, lambda requests, _trainer: policy(requests), five_turns,
+                            prepare=lambda name: PROMPTS[int(name[1:])], dim=toy.DIM, max_turn_tokens=toy.MAX_TURN,
+                            budget=lambda trees: Budget(tokens=30 * trees))
+    asked = 30 * 2
+    for _ in range(12):
+        func(["p0"] * 3 + ["p1"] * 3, trainer())
+    spent = sum(h["tokens_used"] for h in func.history)
+    assert spent == 12 * asked + func.excess
+    assert func.excess <= 6 * 15  # at most one batch of episodes' worth, not a growing debt

@@ -198,6 +198,10 @@ class TreeRollout:
                                   field="budget_end")
         self.service, self.generate, self.step = service, generate, step
         self.budget_end = budget_end
+        #: Generated tokens per finished rollout in the last continuous run (None before one): under
+        #: budget_end="finish" it caps the next run's first placement, since every rollout started then
+        #: runs to its end whatever the budget.
+        self.tokens_per_rollout: Optional[float] = None
         #: True when the caller named `dim` (turns may carry embeddings), False for sketches only.
         self.dim_given = dim is not None
         self.sketch = sketch
@@ -404,7 +408,12 @@ class TreeRollout:
                 root_branches += p.node == 0
             return out
 
-        running = refill(self._room(concurrency, 0, tokens_left - used["tokens"], None, steps_left), [])
+        # The first placement: the whole concurrency under "cut" (the budget's grants bound it); under
+        # "finish" no more than the budget is expected to finish at the last run's tokens per rollout,
+        # since each started rollout will run to its end (without this a batch that costs more than
+        # the budget overspends every run, and what a caller carries over grows without bound).
+        first_estimate = self.tokens_per_rollout if self.budget_end == "finish" else None
+        running = refill(self._room(concurrency, 0, tokens_left - used["tokens"], first_estimate, steps_left), [])
         while running:
             ended: List[Tuple[_Running, Trajectory]] = []
             progressed, running = self._advance(trees, running, tokens_left, steps_left, used, ended)
@@ -433,6 +442,9 @@ class TreeRollout:
                 never_started += 1
             else:
                 trajectories.append(traj)
+        done_count = sum(1 for t in trajectories if t.finished)
+        if done_count:
+            self.tokens_per_rollout = used["tokens"] / done_count
         values = tuple(self.service.values([t.id for t in trees]))
         advantages = compute_advantages(self.advantage, trajectories, values)
         return RolloutResult(trees=tuple(trees), values=values, trajectories=tuple(trajectories), advantages=advantages,
