@@ -36,8 +36,11 @@ the rollouts still running at the end are the long ones, so the finished set ove
 short episodes, and a trainer that must return a fixed number of completions per prompt (TRL)
 gets the cut ones as unscorable. With `"finish"`, no new rollout starts once the budget is
 spent and every started one runs to its episode's end; `tokens_used` then exceeds the budget by
-what they generated (the environment must end its episodes). A caller that needs equal tokens
-over many runs subtracts each run's excess from the next budget (`TraceRolloutFunc` does).
+what they generated (the environment must end its episodes). Since every started rollout will
+finish, the continuous driver's first placement starts no more rollouts than the budget is
+expected to finish at the previous run's tokens per finished rollout (`tokens_per_rollout`). A
+caller that needs equal tokens over many runs subtracts each run's excess from the next budget
+(`TraceRolloutFunc` does).
 
 **Continuous placement** (`concurrency=C`): no round barrier. `C` rollouts run at once; after
 every batch in which some ended, their nodes and outcomes go to the service in one `extend` and
