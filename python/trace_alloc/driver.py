@@ -327,8 +327,8 @@ class TreeRollout:
         """`budget_end="finish"`: the budget is spent; every rollout that has started runs to its
         episode's end, past the budget (its tokens are counted in `used`). Returns the rollouts that
         never generated a token: they are not started."""
-        unstarted = [r for r in running if r.generated == 0 and not r.tokens]
-        running = [r for r in running if r.generated > 0 or r.tokens]
+        unstarted = [r for r in running if r.generated == 0]
+        running = [r for r in running if r.generated > 0]
         while running:
             progressed, running = self._advance(trees, running, math.inf, math.inf, used, ended)
             if not progressed:  # a generator that returns no tokens for every request: nothing can finish
