@@ -24,9 +24,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { v3CaseArb, type V3Case } from './reference/arbitrary-v3.js';
 import { v3Flags } from './reference/cli.js';
 import { compareV3, type TiesFollowed } from './reference/compare-v3.js';
-import { cliRunner, expectPrinted, forestText, keepFailure, readBack } from './reference/harness-contest.js';
+import { cliRunner, expectPrinted, forestText, referenceHolder } from './reference/harness-contest.js';
 import { regimesOf } from './reference/coverage-v3.js';
-import { knownDisagreements, knownSkips, type KnownDisagreement } from './reference/known-v3.js';
 import { libraryPlanV3 } from './reference/library-v3.js';
 import type { SpecForest, SpecNode } from './reference/spec.js';
 import { referencePlanV3, V3_DEFAULTS, type V3Params, type V3Plan, type V3Result } from './reference/v3.js';
@@ -124,27 +123,9 @@ describe('v3 worked examples of docs/ALGORITHM.md, reproduced by the reference a
 const totals: TiesFollowed & { forests: number; trees: number; cliForests: number } = {
   forests: 0, trees: 0, cliForests: 0, budget: 0, prune: 0, rounding: 0, depth: 0,
 };
-const knownCounts: Partial<Record<KnownDisagreement, number>> = {};
-const seenCases: V3Case[] = [];
-const seenRefs: V3Result[] = [];
-
-/** Holds one case's plan (`got`) to the reference; throws with the kept forest on any disagreement. */
-function holdToReference(c: V3Case, text: string, got: V3Plan, what: string): void {
-  const forest = readBack(text, c.format, c.forest.dim);
-  const ref = referencePlanV3(forest, c.params);
-  const known = knownDisagreements(forest, c.params, ref);
-  const { problems, followed } = compareV3(got, forest, c.params, ref, knownSkips(known, c.params, forest.trees.length));
-  if (problems.length > 0) {
-    const where = keepFailure('v3', c.format, text, what, problems);
-    throw new Error(`${problems.length} disagreement(s) with the v3 reference (kept at ${where}):\n${problems.slice(0, 20).join('\n')}`);
-  }
-  totals.forests++;
-  totals.trees += forest.trees.length;
-  for (const k of ['budget', 'prune', 'rounding', 'depth'] as const) totals[k] += followed[k];
-  for (const kind of known.values()) knownCounts[kind] = (knownCounts[kind] ?? 0) + 1;
-  seenCases.push(c);
-  seenRefs.push(ref);
-}
+const holder = referenceHolder('v3', referencePlanV3, totals);
+const { knownCounts, cases: seenCases, refs: seenRefs } = holder;
+const holdToReference = holder.hold;
 
 describe('the library conforms to the independent v3 reference on random forests', () => {
   it(`agrees on ${RUNS} random forests in process (public API; both budget modes, JSON and JSON Lines, deep chains)`, () => {

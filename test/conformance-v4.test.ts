@@ -25,8 +25,8 @@ import { v4CaseArb } from './reference/arbitrary-v4.js';
 import { v3Flags, v4Flags } from './reference/cli.js';
 import { compareV3, type TiesFollowed } from './reference/compare-v3.js';
 import { regimesOfV4 } from './reference/coverage-v4.js';
-import { cliRunner, expectPrinted, forestText, keepFailure, readBack } from './reference/harness-contest.js';
-import { knownDisagreements, knownSkips, type KnownDisagreement } from './reference/known-v3.js';
+import { cliRunner, expectPrinted, forestText, readBack, referenceHolder } from './reference/harness-contest.js';
+import { knownDisagreements, knownSkips } from './reference/known-v3.js';
 import { libraryPlanV3 } from './reference/library-v3.js';
 import type { SpecForest, SpecNode } from './reference/spec.js';
 import { distance, response, share, unitVector } from './reference/v3-scores.js';
@@ -323,27 +323,9 @@ describe('the uncertainty gate at its edges (minimal forests, in process)', () =
 const totals: TiesFollowed & { forests: number; trees: number; cliForests: number; sameAsV3: number; v3DiffersAtTie: number } = {
   forests: 0, trees: 0, cliForests: 0, sameAsV3: 0, v3DiffersAtTie: 0, budget: 0, prune: 0, rounding: 0, depth: 0,
 };
-const knownCounts: Partial<Record<KnownDisagreement, number>> = {};
-const seenCases: V3Case[] = [];
-const seenV4: V3Result[] = [];
-
-/** Holds one case's v4 plan (`got`) to the reference; throws with the kept forest on any disagreement. */
-function holdToReference(c: V3Case, text: string, got: V3Plan, what: string): void {
-  const forest = readBack(text, c.format, c.forest.dim);
-  const ref = referencePlanV4(forest, c.params);
-  const known = knownDisagreements(forest, c.params, ref);
-  const { problems, followed } = compareV3(got, forest, c.params, ref, knownSkips(known, c.params, forest.trees.length));
-  if (problems.length > 0) {
-    const where = keepFailure('v4', c.format, text, what, problems);
-    throw new Error(`${problems.length} disagreement(s) with the v4 reference (kept at ${where}):\n${problems.slice(0, 20).join('\n')}`);
-  }
-  totals.forests++;
-  totals.trees += forest.trees.length;
-  for (const k of ['budget', 'prune', 'rounding', 'depth'] as const) totals[k] += followed[k];
-  for (const kind of known.values()) knownCounts[kind] = (knownCounts[kind] ?? 0) + 1;
-  seenCases.push(c);
-  seenV4.push(ref);
-}
+const holder = referenceHolder('v4', referencePlanV4, totals);
+const { knownCounts, cases: seenCases, refs: seenV4 } = holder;
+const holdToReference = holder.hold;
 
 describe('the library conforms to the independent v4 reference on random forests', () => {
   it(`agrees on ${RUNS} random forests in process (public API; gate-aimed forests, both budget modes, JSON and JSON Lines, deep chains)`, () => {

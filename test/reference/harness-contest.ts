@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { runCli } from './cli.js';
 import type { SpecForest, SpecTree } from './spec.js';
-import type { V3Plan } from './v3.js';
+import type { V3Case } from './arbitrary-v3.js';
+import { compareV3, type TiesFollowed } from './compare-v3.js';
+import { knownDisagreements, knownSkips, type KnownDisagreement } from './known-v3.js';
+import type { V3Params, V3Plan, V3Result } from './v3.js';
 
 export type ForestFormat = 'json' | 'jsonl';
 
@@ -66,4 +69,43 @@ export function expectPrinted(got: readonly number[], printed: readonly number[]
     const decimals = (String(p).split('.')[1] ?? '').length;
     expect(Math.abs(got[i] - p), `#${i}: ${got[i]} printed as ${p}`).toBeLessThanOrEqual(0.5 * 10 ** -decimals + 1e-12);
   });
+}
+
+/** What a suite counts as it holds plans to a reference: forests, trees, and the ties it followed. */
+export interface ReferenceTally extends TiesFollowed {
+  forests: number;
+  trees: number;
+}
+
+/** Holds a suite's plans to one rule's reference, counting into `totals` and keeping every case seen. */
+export interface ReferenceHolder {
+  /** Holds one case's plan (`got`) to the reference; throws with the kept forest on any disagreement. */
+  hold(c: V3Case, text: string, got: V3Plan, what: string): void;
+  readonly knownCounts: Partial<Record<KnownDisagreement, number>>;
+  readonly cases: V3Case[];
+  readonly refs: V3Result[];
+}
+
+export function referenceHolder(rule: string, reference: (forest: SpecForest, p: V3Params) => V3Result,
+  totals: ReferenceTally): ReferenceHolder {
+  const knownCounts: Partial<Record<KnownDisagreement, number>> = {};
+  const cases: V3Case[] = [];
+  const refs: V3Result[] = [];
+  const hold = (c: V3Case, text: string, got: V3Plan, what: string): void => {
+    const forest = readBack(text, c.format, c.forest.dim);
+    const ref = reference(forest, c.params);
+    const known = knownDisagreements(forest, c.params, ref);
+    const { problems, followed } = compareV3(got, forest, c.params, ref, knownSkips(known, c.params, forest.trees.length));
+    if (problems.length > 0) {
+      const where = keepFailure(rule, c.format, text, what, problems);
+      throw new Error(`${problems.length} disagreement(s) with the ${rule} reference (kept at ${where}):\n${problems.slice(0, 20).join('\n')}`);
+    }
+    totals.forests++;
+    totals.trees += forest.trees.length;
+    for (const k of ['budget', 'prune', 'rounding', 'depth'] as const) totals[k] += followed[k];
+    for (const kind of known.values()) knownCounts[kind] = (knownCounts[kind] ?? 0) + 1;
+    cases.push(c);
+    refs.push(ref);
+  };
+  return { hold, knownCounts, cases, refs };
 }
