@@ -305,6 +305,44 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
     }
   });
 
+  it('--resume keeps the runs already written, runs only the missing (seed, sampler) pairs, and refuses other settings', () => {
+    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
+    try {
+      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+      const smoke = (samplers: string, dir: string, ...extra: string[]) => spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke',
+        '--samplers', samplers, ...extra, '--out', join(out, dir)], { encoding: 'utf8', timeout: 110_000, env });
+      type Result = { runs: Run[]; command: string; invocations: unknown[] };
+      const read = (dir: string) => JSON.parse(readFileSync(join(out, dir, 'results.json'), 'utf8')) as Result;
+      expect(smoke('independent', 'resumed').status).toBe(0);
+      const first = read('resumed').runs[0];
+      const resumed = smoke('independent,uniform', 'resumed', '--resume');
+      expect(resumed.status, resumed.stderr).toBe(0);
+      expect(resumed.stderr).toContain('1 runs kept');
+      expect(resumed.stderr).toContain('1 (seed, sampler) pairs to run');
+      const both = read('resumed');
+      expect(both.runs.map((r) => r.sampler)).toEqual(['independent', 'uniform']);
+      expect(both.invocations).toHaveLength(2);
+      expect(both.command.split(' ; ')).toHaveLength(2);
+      // The kept run is the one written first, untouched (its wall clock too: it was not rerun).
+      expect(both.runs[0]).toEqual(first);
+      // The added run is what one invocation with both samplers gives (training is seeded; clocks aside).
+      expect(smoke('independent,uniform', 'once').status).toBe(0);
+      const once = read('once').runs.find((r) => r.sampler === 'uniform')!;
+      const added = both.runs[1];
+      expect(added.curve).toEqual(once.curve);
+      expect(added.steps.map((s) => [s.tokens, s.rollouts, s.loss])).toEqual(once.steps.map((s) => [s.tokens, s.rollouts, s.loss]));
+      // Runs trained with other settings are never mixed in.
+      const other = smoke('independent,uniform', 'resumed', '--resume', '--set', 'steps=2');
+      expect(other.status).not.toBe(0);
+      expect(other.stderr).toContain("seed 0's independent run was trained with other settings (steps: 3 there, 2 here)");
+      expect(read('resumed').runs).toHaveLength(2);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
   it('packs a node\'s turn as trace_alloc.sketch.TokenSketch() of its generated tokens (a root as zeros)', () => {
     if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
     const code = `

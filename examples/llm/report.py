@@ -322,5 +322,12 @@ def markdown(result: dict) -> str:
     lines += ["", "Machine: %s%s, %d cores, Python %s, torch %s, transformers %s, Node %s; %d processes; load average %.1f at the "
               "start, %.1f at the end; wall %.0f s; trace-alloc commit %s." % (
                   m["cpu"], ", GPU " + m["gpu"] if m.get("gpu") else "", m["cores"], m["python"], m["torch"], m["transformers"], m["node"], m["processes"],
-                  m["loadavg_start"][0], m["loadavg_end"][0], m["wall_s"], m["trace_alloc_commit"]), ""]
+                  m["loadavg_start"][0], m["loadavg_end"][0], m["wall_s"], m["trace_alloc_commit"])]
+    earlier = result.get("invocations", [])[:-1]
+    if earlier:
+        lines[-1] += (" That is the last of %d invocations (`--resume`); the earlier ones: %s." % (
+            len(earlier) + 1, "; ".join("wall %.0f s, load %.1f to %.1f, commit %s" % (
+                e["machine"]["wall_s"], e["machine"]["loadavg_start"][0], e["machine"]["loadavg_end"][0],
+                e["machine"]["trace_alloc_commit"]) for e in earlier)))
+    lines.append("")
     return "\n".join(lines)

@@ -117,6 +117,10 @@ def main() -> int:
                     help="start no seed after this many seconds, except each process's first (seeds in flight finish); "
                          "the summary counts the seeds done")
     ap.add_argument("--report-only", action="store_true", help="rewrite summary and charts from OUT/results.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already in OUT/results.json and run only the (seed, sampler) pairs it lacks: "
+                         "the same command with more --seeds, --full-seeds or --samplers extends a run (refused when "
+                         "the kept runs were trained with other settings)")
     args = ap.parse_args()
     out = Path(args.out)
     if args.report_only:
@@ -150,14 +154,28 @@ def main() -> int:
     # minute on a loaded machine); later seeds start only before the limit.
     full = args.full_seeds
     primary = [s for s in samplers if s in PRIMARY]
-    jobs = [(asdict(Config(seed=s, **overrides)), samplers if i < full else primary, stop_at if i >= args.processes else float("inf"))
-            for i, s in enumerate(range(args.first_seed, args.first_seed + args.seeds))]
+    command = "python3 examples/llm/run.py " + " ".join(sys.argv[1:])
+    kept, invocations = [], []
+    if args.resume and (out / "results.json").exists():
+        kept, invocations = resumable(json.loads((out / "results.json").read_text()), Config(**overrides), out)
+    done_pairs = {(r["seed"], r["sampler"]) for r in kept}
+    wanted = [(s, [x for x in (samplers if i < full else primary) if (s, x) not in done_pairs])
+              for i, s in enumerate(range(args.first_seed, args.first_seed + args.seeds))]
+    wanted = [(s, todo) for s, todo in wanted if todo]
+    jobs = [(asdict(Config(seed=s, **overrides)), todo, stop_at if i >= args.processes else float("inf"))
+            for i, (s, todo) in enumerate(wanted)]
+    if args.resume:
+        print("--resume: %d runs kept from %s, %d (seed, sampler) pairs to run" % (
+            len(kept), out / "results.json", sum(len(todo) for _, todo in wanted)), file=sys.stderr)
+    # Every sampler any kept or new run used, in the order asked (kept ones not asked come last).
+    samplers = samplers + [x for x in dict.fromkeys(r["sampler"] for r in kept) if x not in samplers]
     result = {
-        "command": "python3 examples/llm/run.py " + " ".join(sys.argv[1:]),
+        "command": " ; ".join([i["command"] for i in invocations] + [command]),
+        "invocations": invocations + [{"command": command, "machine": info}],
         "profile": args.profile,
         "task": task.name,
         "machine": info,
-        "config": jobs[0][0],
+        "config": asdict(Config(seed=args.first_seed, **overrides)),
         "seeds_asked": args.seeds,
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +190,7 @@ def main() -> int:
             finished=final,
             allocator={"transport": trace["transport"], "default_rule": trace["rule"]} if trace else None,
             decoder_gap=max((r["decoder_gap"] for r in runs), default=None),
-            runs=sorted(runs, key=lambda r: (r["seed"], samplers.index(r["sampler"]))),
+            runs=sorted(kept + runs, key=lambda r: (r["seed"], samplers.index(r["sampler"]))),
         )
         result["summary"] = summarize(result["runs"], samplers) if runs else None
         (out / "results.json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
@@ -183,6 +201,22 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     runs = run_jobs(jobs, args.processes, write)
     return write(runs, final=True)
+
+
+def resumable(previous: dict, config: Config, out: Path) -> tuple[list[dict], list[dict]]:
+    """The runs of an earlier results.json that a resumed run keeps, and the invocations that made
+    them. Every kept run must have been trained with this run's settings (all but the seed):
+    runs under other settings are not the same experiment, and mixing them would pair them."""
+    want = {k: v for k, v in asdict(config).items() if k != "seed"}
+    for r in previous["runs"]:
+        had = {k: v for k, v in r["config"].items() if k != "seed"}
+        diff = sorted(k for k in set(want) | set(had) if want.get(k) != had.get(k))
+        if diff:
+            raise SystemExit("--resume: %s: seed %d's %s run was trained with other settings (%s: %s there, %s here); "
+                             "use another --out" % (out / "results.json", r["seed"], r["sampler"], diff[0],
+                                                    had.get(diff[0]), want.get(diff[0])))
+    invocations = previous.get("invocations") or [{"command": previous["command"], "machine": previous["machine"]}]
+    return previous["runs"], invocations
 
 
 def report(out: Path, result: dict, quiet: bool = False) -> int:
