@@ -2,7 +2,8 @@
 for exploring rule designs on tuning seeds before they are written in the library.
 
 `plan(forest, total, knobs)` mirrors docs/ALGORITHM.md's v3 (with `knobs` at their v3 values it
-must give the service's plans; `check` compares) and adds the candidate changes as knobs:
+must give the service's v3 plans, and with `gate="pair"` its v4 plans, the default; `tune.py --check`
+compares with the default) and adds the candidate changes as knobs:
 
 - `gate`: where an uncertainty gap counts as contest: "always" (v3), "pair" (only in a pair whose
   rewards differ or with an unvisited sibling), "group" (only in a group whose visited rewards
@@ -12,6 +13,10 @@ must give the service's plans; `check` compares) and adds the candidate changes 
   p̂ its success rate shrunk toward its parent's with prior weight `beta`).
 - `kappa`, `eta`, `rho`, `q0`: v3's κ, η, ρ, q0.
 - `signal`: the global split's per-tree evidence: "iroot" (v3) or "mixroot" (4p̂(1−p̂) of the root).
+- `region`: how a region's amount is spread over its reached open nodes: "equal" (v3), "late"
+  (in proportion to each node's position in the region's chain, 1 for its first node: forks that
+  start later cost fewer tokens and re-sample the later turns), or "deep" (all of it on the
+  region's deepest reached open node).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import numpy as np
 
 EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
-      "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0}
+      "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
+      "region": "equal"}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False):
@@ -167,12 +173,24 @@ def tree_mass(tv: TreeView, budget, knobs):
         p = success_estimate(tv, knobs["beta"])
         factor = [4 * x * (1 - x) for x in p]
     region = list(range(N))
-    open_in = [0] * N
+    pos = [1] * N
+    open_in = [0.0] * N
+    deepest = [-1] * N
     for v in range(1, N):
         p = tv.parent[v]
-        region[v] = v if (p == 0 or len(tv.children[p]) >= 2) else region[p]
+        starts = p == 0 or len(tv.children[p]) >= 2
+        region[v] = v if starts else region[p]
+        pos[v] = 1 if starts else pos[p] + 1
         if reach[v] and not tv.terminal[v]:
-            open_in[region[v]] += 1
+            open_in[region[v]] += pos[v] if knobs["region"] == "late" else 1
+            if deepest[region[v]] < 0 or pos[v] > pos[deepest[region[v]]]:
+                deepest[region[v]] = v
+    def spread(v):
+        if knobs["region"] == "late":
+            return pos[v] / open_in[region[v]]
+        if knobs["region"] == "deep":
+            return 1.0 if deepest[region[v]] == v else 0.0
+        return 1.0 / open_in[region[v]]
     claim = [0.0] * N
     region_claim = [0.0] * N
     if not tv.terminal[0]:
@@ -201,7 +219,7 @@ def tree_mass(tv: TreeView, budget, knobs):
             claim[v] += max(0.0, passed - taken)
     for v in range(1, N):
         if reach[v] and not tv.terminal[v] and region_claim[region[v]] > 0:
-            claim[v] += region_claim[region[v]] / open_in[region[v]]
+            claim[v] += region_claim[region[v]] * spread(v)
     total = sum(claim)
     if total > 0:
         return [budget * c / total for c in claim], False

@@ -185,7 +185,7 @@ def main() -> int:
         from outside keeps what it had)."""
         info["wall_s"] = time.time() - t0
         info["loadavg_end"] = os.getloadavg()
-        trace = next((r for r in runs if r["sampler"] == "trace"), None)
+        trace = next((r for r in kept + runs if r["sampler"] == "trace"), None)
         result.update(
             finished=final,
             allocator={"transport": trace["transport"], "default_rule": trace["rule"]} if trace else None,

@@ -2,7 +2,7 @@
 in process by `proto_alloc` (no service), against independent chains, paired by seed.
 
     python3 examples/llm/tune.py --first-seed 200 --seeds 12 --variants v3,gate-pair --out /tmp/tune
-    python3 examples/llm/tune.py --check --first-seed 200 --seeds 1 --steps 3   # prototype v3 = the service's v3
+    python3 examples/llm/tune.py --check --variants gate-pair --first-seed 200 --seeds 1 --steps 3   # prototype v4 = the service's v4
 
 Variants are named in VARIANTS (knobs over proto_alloc.V3). `--credit treerl-leaf` trains on
 TreeRL's per-leaf credit (a node shared by L finished leaves weighs √L·(GA + LA)).
@@ -47,6 +47,11 @@ VARIANTS = {
     "mix-sig": {"gate": "pair", "pass": "mix", "signal": "mixroot"},
     "pair-k8": {"gate": "pair", "kappa": 8.0},
     "pair-k2": {"gate": "pair", "kappa": 2.0},
+    # Where in a region a fork starts (v4 = gate-pair spreads it equally over the region's chain).
+    "pair-late": {"gate": "pair", "region": "late"},
+    "pair-deep": {"gate": "pair", "region": "deep"},
+    "pair-late-k16": {"gate": "pair", "region": "late", "kappa": 16.0},
+    "pair-k16": {"gate": "pair", "kappa": 16.0},
 }
 
 STATS: dict[str, dict] = {}
@@ -111,7 +116,8 @@ ORIGINAL_UPDATE = T.policy_update
 
 
 def service_checker():
-    """The service's v3 plan of the same forest, as (node, branches) per tree."""
+    """The service's plan of the same forest under its default rule (v4: the prototype's "gate-pair"
+    knobs must match it), as (node, branches) per tree."""
     from allocator_client import AllocatorClient
     from samplers import pack
     client = AllocatorClient(None)
@@ -196,12 +202,15 @@ def main() -> int:
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--task", default="calculator", help="a task of tasks.py, with its own settings (as run.py applies them)")
     args = ap.parse_args()
     for item in args.set:
         k, v = item.split("=", 1)
         VARIANTS.update({k: json.loads(v)})
     names = [n for n in args.baselines.split(",") if n] + args.variants.split(",")
-    cfg = asdict(T.Config(steps=args.steps, advantage=args.credit))
+    from tasks import get_task
+    task = get_task(args.task)
+    cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit}))
     jobs = [({**cfg, "seed": s}, names, args.check) for s in range(args.first_seed, args.first_seed + args.seeds)]
     runs: list[dict] = []
     out = Path(args.out) if args.out else None
