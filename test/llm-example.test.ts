@@ -37,21 +37,32 @@ interface SmokeResult {
   runs: Run[]; summary: { samplers: Record<string, { mixed_group_ratio: { mean: number } }> }; decoder_gap: number; task: string;
 }
 
-/** Runs `run.py --smoke` with `args` in a temporary folder; returns the parsed results and stdout. */
-function smokeRun(args: string[], check: (result: SmokeResult, stdout: string, dir: string) => void): void {
+/** Throws unless torch, transformers and the built CLI are here (CI sets TRACE_ALLOC_REQUIRE_LLM=1). */
+function requireLlm(): void {
   if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
   if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
-  // Made here, not when the suite is collected, so a skipped run leaves nothing behind.
+}
+
+/** Calls `fn` with a fresh temporary folder and an environment whose temp files (torch writes caches
+ * there: torchinductor_<user>) stay inside it; the folder is removed afterwards. Made here, not when
+ * the suite is collected, so a skipped run leaves nothing behind. */
+function inScratch(fn: (out: string, env: NodeJS.ProcessEnv) => void): void {
   const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
   try {
-    // torch writes caches under the temp folder (torchinductor_<user>): keep them inside ours.
-    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-    const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', ...args, '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
-    expect(run.status, run.stderr).toBe(0);
-    check(JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as SmokeResult, run.stdout, join(out, 'results'));
+    fn(out, { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') });
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+}
+
+/** Runs `run.py --smoke` with `args` in a temporary folder; returns the parsed results and stdout. */
+function smokeRun(args: string[], check: (result: SmokeResult, stdout: string, dir: string) => void): void {
+  requireLlm();
+  inScratch((out, env) => {
+    const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', ...args, '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+    expect(run.status, run.stderr).toBe(0);
+    check(JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as SmokeResult, run.stdout, join(out, 'results'));
+  });
 }
 
 /** What every smoke run must show, whatever the task: each row spent exactly its budget in every
@@ -101,16 +112,11 @@ function expectSmokeInvariants(result: SmokeResult): void {
 
 /** Runs a Python snippet that prints "ok" when its asserts hold, with nothing on stderr. */
 function expectPythonOk(code: string): void {
-  const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-  try {
-    // importing torch writes caches under the temp folder: keep them inside ours.
-    const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+  inScratch((_out, env) => {
     const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
     expect(run.stderr).toBe('');
     expect(run.stdout.trim()).toBe('ok');
-  } finally {
-    rmSync(out, { recursive: true, force: true });
-  }
+  });
 }
 
 describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a GPT-2 policy (smoke run)', () => {
@@ -278,11 +284,8 @@ print("ok")
 
 describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches instead of hidden states', () => {
   it('--set embedding=sketch sends each turn\'s token sketch (width 256 whatever the hidden size) and spends exactly the budget', () => {
-    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
-    if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+    requireLlm();
+    inScratch((out, env) => {
       // hidden=32: a sketch row's width (256) differs from the hidden state's, so the service's dim tells which was sent.
       const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'independent,trace', '--set', 'embedding=sketch',
         '--set', 'hidden=32', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
@@ -300,17 +303,12 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
         '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('embedding must be one of hidden, sketch');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    });
   });
 
   it('--resume keeps the runs already written, runs only the missing (seed, sampler) pairs, and refuses other settings', () => {
-    if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
-    if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npm run build)`);
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
+    requireLlm();
+    inScratch((out, env) => {
       const smoke = (samplers: string, dir: string, ...extra: string[]) => spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke',
         '--samplers', samplers, ...extra, '--out', join(out, dir)], { encoding: 'utf8', timeout: 110_000, env });
       type Result = { runs: Run[]; command: string; invocations: unknown[] };
@@ -338,9 +336,7 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
       expect(other.status).not.toBe(0);
       expect(other.stderr).toContain("seed 0's independent run was trained with other settings (steps: 3 there, 2 here)");
       expect(read('resumed').runs).toHaveLength(2);
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    });
   });
 
   it('packs a node\'s turn as trace_alloc.sketch.TokenSketch() of its generated tokens (a root as zeros)', () => {
@@ -365,14 +361,6 @@ for row, turn in ((1, [MUL, DIGIT0 + 2, END]), (2, [MUL, DIGIT0 + 3, END]), (4, 
     assert np.array_equal(e[row], s(turn)), row
 print("ok")
 `;
-    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-'));
-    try {
-      const env = { ...process.env, TMPDIR: out, TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor') };
-      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
-      expect(run.stderr).toBe('');
-      expect(run.stdout.trim()).toBe('ok');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    expectPythonOk(code);
   });
 });

@@ -185,14 +185,15 @@ def main() -> int:
         from outside keeps what it had)."""
         info["wall_s"] = time.time() - t0
         info["loadavg_end"] = os.getloadavg()
-        trace = next((r for r in kept + runs if r["sampler"] == "trace"), None)
+        every = sorted(kept + runs, key=lambda r: (r["seed"], samplers.index(r["sampler"])))
+        trace = next((r for r in every if r["sampler"] == "trace"), None)
         result.update(
             finished=final,
             allocator={"transport": trace["transport"], "default_rule": trace["rule"]} if trace else None,
-            decoder_gap=max((r["decoder_gap"] for r in runs), default=None),
-            runs=sorted(kept + runs, key=lambda r: (r["seed"], samplers.index(r["sampler"]))),
+            decoder_gap=max((r["decoder_gap"] for r in every), default=None),
+            runs=every,
         )
-        result["summary"] = summarize(result["runs"], samplers) if runs else None
+        result["summary"] = summarize(every, samplers) if every else None
         (out / "results.json").write_text(json.dumps(result, separators=(",", ":")) + "\n")
         return report(out, result, quiet=not final)
 

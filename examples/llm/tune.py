@@ -27,6 +27,7 @@ from forest import Grower
 from proto_alloc import plan as proto_plan
 from samplers import interleave
 from stats import mean_interval  # type: ignore
+from tasks import get_task
 
 
 def mean_ci(xs):
@@ -208,7 +209,6 @@ def main() -> int:
         k, v = item.split("=", 1)
         VARIANTS.update({k: json.loads(v)})
     names = [n for n in args.baselines.split(",") if n] + args.variants.split(",")
-    from tasks import get_task
     task = get_task(args.task)
     cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit}))
     jobs = [({**cfg, "seed": s}, names, args.check) for s in range(args.first_seed, args.first_seed + args.seeds)]
