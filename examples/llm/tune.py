@@ -53,6 +53,7 @@ VARIANTS = {
     "pair-deep": {"gate": "pair", "region": "deep"},
     "pair-late-k16": {"gate": "pair", "region": "late", "kappa": 16.0},
     "pair-k16": {"gate": "pair", "kappa": 16.0},
+    "pair-deep-k16": {"gate": "pair", "region": "deep", "kappa": 16.0},
 }
 
 STATS: dict[str, dict] = {}
