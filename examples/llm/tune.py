@@ -54,6 +54,8 @@ VARIANTS = {
     "pair-late-k16": {"gate": "pair", "region": "late", "kappa": 16.0},
     "pair-k16": {"gate": "pair", "kappa": 16.0},
     "pair-deep-k16": {"gate": "pair", "region": "deep", "kappa": 16.0},
+    # More forking on the same evidence: v4 with a larger --contest-gain.
+    "pair-k64": {"gate": "pair", "kappa": 64.0},
 }
 
 STATS: dict[str, dict] = {}
