@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -362,5 +362,46 @@ for row, turn in ((1, [MUL, DIGIT0 + 2, END]), (2, [MUL, DIGIT0 + 3, END]), (4, 
 print("ok")
 `;
     expectPythonOk(code);
+  });
+});
+
+describe('examples/llm: compare.py pairs an ablation folder with its base run by sampler and seed', () => {
+  // Pure Python over results.json (report.py and stats.py only), so it runs without torch.
+  const run = (sampler: string, seed: number, final: number) => ({
+    sampler, seed, final_success: final, mean_success: final / 2, step_s: 0.5,
+    steps: [{ scored_groups: 4, mixed_groups: 2 }],
+  });
+  const folder = (dir: string, config: Record<string, unknown>, finals: Record<string, number[]>) => {
+    mkdirSync(dir, { recursive: true });
+    const runs = Object.entries(finals).flatMap(([s, xs]) => xs.map((x, seed) => run(s, seed, x)));
+    writeFileSync(join(dir, 'results.json'), JSON.stringify({ command: `run.py ${dir}`, config: { seed: 0, ...config }, runs }));
+  };
+  const compare = (out: string, args: string[]) => spawnSync(PYTHON, [`${root}examples/llm/compare.py`, ...args], { encoding: 'utf8', timeout: 60_000, cwd: out });
+
+  it('takes the seeds both ran, gives BASE − ABLATION with its t-interval, and refuses folders that ablate nothing or train other tasks', () => {
+    inScratch((out) => {
+      // The base ran a fourth seed the ablation did not: it must not enter the pairing.
+      folder(join(out, 'base'), { task: 'recipe', advantage: 'treerl-leaf' }, { independent: [0.5, 0.4, 0.6, 0.9], trace: [0.55, 0.45, 0.5, 0.1] });
+      folder(join(out, 'abl'), { task: 'recipe', advantage: 'grpo' }, { independent: [0.5, 0.4, 0.6], trace: [0.5, 0.4, 0.5] });
+      const ok = compare(out, ['base', 'abl', '--names', 'leaf,grpo', '--out', 'table.md']);
+      expect(ok.stderr).toBe('');
+      expect(ok.status).toBe(0);
+      const table = readFileSync(join(out, 'table.md'), 'utf8');
+      expect(table).toContain('Setting changed: `advantage`: treerl-leaf → grpo. Seeds 0–2 (3)');
+      // trace, base − ablation, per seed: 5, 5, 0 points; mean 3.33, sd 2.887, t(2) = 4.303: ±7.17.
+      expect(table).toMatch(/^\| trace \| 50\.0 \[[^\]]+\] \| 46\.7 \[[^\]]+\] \| \+3\.3 \[-3\.8, \+10\.5\] \| \+1\.7 \[-1\.9, \+5\.3\] \| 50\.0 \/ 50\.0 \| 0\.50 \/ 0\.50 \|$/m);
+      expect(table).toMatch(/^\| independent \| 50\.0 \[[^\]]+\] \| 50\.0 \[[^\]]+\] \| \+0\.0 \[\+0\.0, \+0\.0\] \|/m);
+      // Within each folder, trace − independent on the same seeds: base +5, +5, −10 → 0.0; ablation 0, 0, −10 → −3.3.
+      expect(table).toMatch(/^\| trace − independent \| \+0\.0 \[[^\]]+\] \| -3\.3 \[[^\]]+\] \|/m);
+
+      folder(join(out, 'same'), { task: 'recipe', advantage: 'treerl-leaf' }, { trace: [0.5, 0.4, 0.5] });
+      const same = compare(out, ['base', 'same']);
+      expect(same.status).not.toBe(0);
+      expect(same.stderr).toContain('nothing is ablated');
+      folder(join(out, 'other'), { task: 'calculator', advantage: 'grpo' }, { trace: [0.5, 0.4, 0.5] });
+      const other = compare(out, ['base', 'other']);
+      expect(other.status).not.toBe(0);
+      expect(other.stderr).toContain('different tasks (recipe, calculator)');
+    });
   });
 });
