@@ -95,8 +95,55 @@ describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tre
     expect(run.stderr).toContain(`wrote ${join(out, 'results', 'results.json')}`);
     // Nothing but what it was asked to write (the temp folder's own caches aside).
     expect(readdirSync(join(out, 'results')).sort()).toEqual(['results.json', 'summary.md']);
+
+    // --resume extends the run in place: a new seed is trained, the kept runs stay as they were,
+    // and the summary lists both invocations.
+    const more = spawnSync(PYTHON, [`${root}examples/trl/train.py`, '--smoke', '--first-seed', '1', '--samplers', 'independent', '--resume', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 150_000, env });
+    expect(more.status, more.stderr).toBe(0);
+    const extended = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: (Run & { seed: number })[]; samplers: string[]; invocations: unknown[]; command: string };
+    expect(extended.runs.map((r) => `${r.seed} ${r.sampler}`)).toEqual(['0 independent', '0 trace', '0 trace-treerl', '1 independent']);
+    expect(extended.runs.slice(0, 3)).toEqual(result.runs);
+    expect(extended.samplers).toEqual(['independent', 'trace', 'trace-treerl']);
+    expect(extended.invocations).toHaveLength(2);
+    expect(extended.command).toMatch(/--smoke --out .* ; python3 examples\/trl\/train.py --smoke --first-seed 1 .*--resume/);
+    expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('Invocations (`--resume` keeps the runs before it)');
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-  }, 160_000);
+  }, 220_000);
+
+  it('--resume refuses kept runs made under other settings and a seed that holds only some of the samplers', () => {
+    if (!haveTrl) throw new Error(`TRACE_ALLOC_REQUIRE_TRL=1 but python3 cannot import trl, torch and transformers: ${probe.stderr}`);
+    const out = mkdtempSync(join(tmpdir(), 'trace-alloc-trl-'));
+    try {
+      const env = { ...process.env, TMPDIR: out, HF_HOME: join(out, 'hf'), TORCHINDUCTOR_CACHE_DIR: join(out, 'torchinductor'), HF_HUB_OFFLINE: '1' };
+      const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/trl`)})
+from train import resume
+cfg = {"seed": 0, "steps": 2, "learning_rate": 0.0005}
+old = {"config": cfg, "samplers": ["independent", "trace"], "command": "first", "machine": {},
+       "runs": [{"seed": 0, "sampler": "independent"}, {"seed": 0, "sampler": "trace"}, {"seed": 1, "sampler": "independent"}]}
+def fresh(**over):
+    return {"config": {**cfg, **over}, "command": "second", "machine": {}}
+jobs = lambda seeds, names: [({**cfg, "seed": s}, names) for s in seeds]
+r = fresh()
+kept, todo = resume(old, r, jobs([0, 2, 3], ["independent", "trace"]), ["independent", "trace"])
+assert kept == old["runs"] and [c["seed"] for c, _ in todo] == [2, 3], todo
+assert r["samplers"] == ["independent", "trace"] and r["seeds"] == 4 and r["command"] == "first ; second"
+assert [i["command"] for i in r["invocations"]] == ["first", "second"]
+for over, seeds, names, msg in [({"learning_rate": 0.001}, [2], ["independent"], "learning_rate 0.0005 (kept) against 0.001"),
+                                 ({}, [1], ["independent", "trace"], "seed 1 holds independent but not trace")]:
+    try:
+        resume(old, fresh(**over), jobs(seeds, names), names); raise AssertionError("accepted: " + msg)
+    except SystemExit as e:
+        assert msg in str(e), str(e)
+print("ok")
+`;
+      const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });
+      expect(run.stderr).toBe('');
+      expect(run.stdout.trim()).toBe('ok');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 70_000);
 });

@@ -375,6 +375,12 @@ def summary(result: dict) -> str:
                   "%.2f, %.2f padded completions per step (of %d)." % (
                       t["rounds"], t["finished"], t["unfinished"], 100 * t["root_share"], t["mean_copies"], t["padded"],
                       cfg.prompts_per_step * cfg.num_generations)]
+    if len(result.get("invocations", [])) > 1:
+        lines += ["", "Invocations (`--resume` keeps the runs before it):", ""]
+        lines += ["- `%s`: wall %.0f s, %d process(es), load average %.1f → %.1f" % (
+            inv["command"], inv["machine"].get("wall_s", 0.0), inv["machine"].get("processes", 1),
+            inv["machine"].get("loadavg_start", [0.0])[0], inv["machine"].get("loadavg_end", [0.0])[0])
+                  for inv in result["invocations"]]
     gaps = [r["decoder_gap"] for r in runs if r.get("decoder_gap") is not None]
     if gaps:
         lines += ["", "Cached decoder against the transformers forward pass: largest logit difference %.1e." % max(gaps)]
@@ -405,6 +411,35 @@ def run_jobs(jobs: list[tuple[dict, list[str]]], processes: int, done) -> list[d
     return runs
 
 
+def resume(old: dict, result: dict, jobs: list[tuple[dict, list[str]]], samplers: list[str]):
+    """`--resume`: the runs of OUT/results.json to keep and the jobs still to run. Refused when the
+    kept runs were made under other settings (every Config field but the seed must agree) or
+    when a seed to run holds some of the asked samplers already: the tree samplers take
+    `independent`'s tokens of the same run, so a seed runs all its samplers or none. `result`
+    takes the kept run's samplers and command first, and every invocation with its machine."""
+    new = result["config"]
+    differ = sorted(k for k in set(old["config"]) | set(new) if k != "seed" and old["config"].get(k) != new.get(k))
+    if differ:
+        raise SystemExit("--resume: the kept runs were made with other settings: %s" % ", ".join(
+            "%s %r (kept) against %r" % (k, old["config"].get(k), new.get(k)) for k in differ))
+    have = {(r["seed"], r["sampler"]) for r in old["runs"]}
+    todo = []
+    for cfg, names in jobs:
+        held = [m for m in names if (cfg["seed"], m) in have]
+        if held and len(held) < len(names):
+            raise SystemExit("--resume: seed %d holds %s but not %s; run those samplers into another folder"
+                             % (cfg["seed"], ", ".join(held), ", ".join(m for m in names if m not in held)))
+        if not held:
+            todo.append((cfg, names))
+    result["samplers"] = old["samplers"] + [m for m in samplers if m not in old["samplers"]]
+    result["invocations"] = old.get("invocations") or [{"command": old["command"], "machine": old["machine"]}]
+    result["invocations"].append({"command": result["command"], "machine": result["machine"]})
+    result["command"] = old["command"] + " ; " + result["command"]
+    seeds = {r["seed"] for r in old["runs"]} | {cfg["seed"] for cfg, _ in jobs}
+    result["seeds"] = len(seeds)
+    return old["runs"], todo
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -417,6 +452,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int)
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a Config field")
     ap.add_argument("--report-only", action="store_true", help="rewrite summary.md from results.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs in OUT/results.json (refused unless made with the same settings) and train only "
+                         "the seeds that hold none of --samplers; a seed holding some of them but not all is refused")
     args = ap.parse_args()
     out = Path(args.out)
     if args.report_only:
@@ -448,10 +486,15 @@ def main() -> None:
                           "python": platform.python_version(), "torch": torch.__version__,
                           "transformers": transformers.__version__, "trl": trl.__version__}}
     out.mkdir(parents=True, exist_ok=True)
+    kept: list[dict] = []
+    if args.resume and (out / "results.json").exists():
+        kept, jobs = resume(json.loads((out / "results.json").read_text()), result, jobs, samplers)
+    order = result["samplers"]
 
-    def write(runs: list[dict]) -> None:
+    def write(new: list[dict]) -> None:
         """results.json and summary.md from the seeds finished so far (a run stopped early keeps them)."""
-        result["runs"] = sorted(runs, key=lambda r: (r["seed"], samplers.index(r["sampler"])))
+        runs = kept + new
+        result["runs"] = sorted(runs, key=lambda r: (r["seed"], order.index(r["sampler"])))
         result["seeds_done"] = len({r["seed"] for r in runs})
         result["machine"].update(wall_s=time.perf_counter() - t0, loadavg_end=os.getloadavg())
         (out / "results.json").write_text(json.dumps(result, separators=(",", ":")))  # compact: every step of every run
