@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from report import BASELINE, _mixed_ratio
+from report import BASELINE, _mixed_ratio, _task
 from stats import mean_interval, paired
 
 
@@ -45,11 +45,11 @@ def _fmt(v: dict, sign: bool = True) -> str:
 
 
 def compare(base: dict, ablation: dict, names: tuple[str, str]) -> str:
-    diff = differing_settings(base["config"], ablation["config"])
+    if _task(base) != _task(ablation):  # runs made before --task have no task field: the calculator
+        raise SystemExit("the two folders trained different tasks (%s, %s)" % (_task(base), _task(ablation)))
+    diff = differing_settings({**base["config"], "task": _task(base)}, {**ablation["config"], "task": _task(ablation)})
     if not diff:
         raise SystemExit("the two folders' runs share every setting: nothing is ablated")
-    if "task" in diff:
-        raise SystemExit("the two folders trained different tasks (%s, %s)" % diff["task"])
     rb, ra = _runs(base), _runs(ablation)
     samplers = [s for s in dict.fromkeys(x["sampler"] for x in ablation["runs"]) if any(k[0] == s for k in rb)]
     if not samplers:
