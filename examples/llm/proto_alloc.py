@@ -13,6 +13,13 @@ compares with the default) and adds the candidate changes as knobs:
   p̂ its success rate shrunk toward its parent's with prior weight `beta`).
 - `kappa`, `eta`, `rho`, `q0`: v3's κ, η, ρ, q0.
 - `signal`: the global split's per-tree evidence: "iroot" (v3) or "mixroot" (4p̂(1−p̂) of the root).
+- `base`, `base_where`, `base_by`: a base fork share (candidate v5), a claim `base` (0 in v3 and
+  v4) beside the root's fresh share, spread over the tree's reached open non-root nodes that some
+  rollout went through and that have a next turn, in proportion to `base_by`: "entropy" (the
+  mean token entropy of the node's next turns, as entropy forking ranks them), "nu-entropy" (that
+  times ν, success seen) or "equal". `base_where`: "mixed" (only in trees whose visited rewards
+  differ, so an all-failed or all-solved prompt still gets chains only) or "all" (every tree:
+  the promise that a failed prompt is never spread over its branches no longer holds).
 - `region`: how a region's amount is spread over its reached open nodes: "equal" (v3), "late"
   (in proportion to each node's position in the region's chain, 1 for its first node: forks that
   start later cost fewer tokens and re-sample the later turns), or "deep" (all of it on the
@@ -28,7 +35,7 @@ import numpy as np
 EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
-      "region": "equal"}
+      "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy"}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False):
@@ -167,6 +174,7 @@ def tree_mass(tv: TreeView, budget, knobs):
         else:
             reach[v] = reach[p] and kept[v]
             psi[v] = psi[p] * len(tv.children[p]) * tv.w[v]
+    tv.reach = reach
     if knobs["pass"] == "nu":
         factor = success_seen(tv)
     else:
@@ -220,6 +228,20 @@ def tree_mass(tv: TreeView, budget, knobs):
     for v in range(1, N):
         if reach[v] and not tv.terminal[v] and region_claim[region[v]] > 0:
             claim[v] += region_claim[region[v]] * spread(v)
+    if knobs["base"] > 0:
+        vis = [tv.reward[v] for v in range(N) if tv.visits[v] > 0]
+        if knobs["base_where"] == "all" or (vis and max(vis) > min(vis)):
+            nu = success_seen(tv)
+            a = [0.0] * N
+            for v in range(1, N):
+                kids = tv.children[v]
+                if reach[v] and not tv.terminal[v] and tv.visits[v] > 0 and kids:
+                    ent = sum(tv.nodes[c].uncertainty for c in kids) / len(kids)
+                    a[v] = {"entropy": ent, "nu-entropy": nu[v] * ent, "equal": 1.0}[knobs["base_by"]]
+            total_a = sum(a)
+            if total_a > 0:
+                for v in range(1, N):
+                    claim[v] += knobs["base"] * a[v] / total_a
     total = sum(claim)
     if total > 0:
         return [budget * c / total for c in claim], False
@@ -243,8 +265,16 @@ def largest_remainder(x, total):
     return b
 
 
-def plan(forest, total, knobs, min_per_tree=1):
-    """Per tree of the forest: a list of (trainer node id, branches)."""
+def contested(tv: TreeView) -> bool:
+    """Whether a reached fork of the tree (k >= 2) has I > 0 (reach as in tree_mass, at ρ = knobs' rho)."""
+    return any(len(tv.children[v]) >= 2 and tv.I[v] > 0 for v in range(len(tv.ids)) if tv.reach[v])
+
+
+def plan(forest, total, knobs, min_per_tree=1, diag=None):
+    """Per tree of the forest: a list of (trainer node id, branches). With `diag` (a dict), adds
+    to its counts: `trees` (live trees given a budget), `contested` (those with a reached contested
+    fork), `budget`, `fork_mass` (the budget's real-valued mass off the root, before rounding) and
+    `fork_units` (whole branches off the root)."""
     knobs = {**V3, **knobs}
     views = [TreeView(forest, t, knobs) for t in range(len(forest.tree_nodes))]
     q = []
@@ -267,5 +297,11 @@ def plan(forest, total, knobs, min_per_tree=1):
     for tv, b in zip(views, budgets):
         mass, _ = tree_mass(tv, b, knobs)
         br = largest_remainder(mass, b) if b > 0 and sum(mass) > 0 else [0] * len(mass)
+        if diag is not None and b > 0 and tv.live[0]:
+            diag["trees"] = diag.get("trees", 0) + 1
+            diag["contested"] = diag.get("contested", 0) + int(contested(tv))
+            diag["budget"] = diag.get("budget", 0) + b
+            diag["fork_mass"] = diag.get("fork_mass", 0.0) + sum(mass[1:])
+            diag["fork_units"] = diag.get("fork_units", 0) + sum(br[1:])
         out.append([(tv.ids[v], br[v]) for v in range(len(br)) if br[v] > 0])
     return out

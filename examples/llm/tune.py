@@ -56,6 +56,13 @@ VARIANTS = {
     "pair-deep-k16": {"gate": "pair", "region": "deep", "kappa": 16.0},
     # More forking on the same evidence: v4 with a larger --contest-gain.
     "pair-k64": {"gate": "pair", "kappa": 64.0},
+    # t5: a base fork share beside the fresh one (candidate v5)
+    "base1": {"gate": "pair", "base": 1.0},
+    "base3": {"gate": "pair", "base": 3.0},
+    "base1-nu": {"gate": "pair", "base": 1.0, "base_by": "nu-entropy"},
+    "base1-all": {"gate": "pair", "base": 1.0, "base_where": "all"},
+    "base3-all": {"gate": "pair", "base": 3.0, "base_where": "all"},
+    "base1-eq": {"gate": "pair", "base": 1.0, "base_by": "equal"},
 }
 
 STATS: dict[str, dict] = {}
@@ -67,12 +74,13 @@ class ProtoSampler:
         self.plans = self.root = self.placed = 0
         self.mismatches = 0
         self.alloc_s = 0.0
+        self.diag: dict = {}
 
     def grow(self, g: Grower, model) -> None:
         f = g.forest
         while g.remaining() > 0:
             t0 = time.perf_counter()
-            p = proto_plan(f, self.per_tree * len(f.roots), self.knobs)
+            p = proto_plan(f, self.per_tree * len(f.roots), self.knobs, diag=self.diag)
             self.alloc_s += time.perf_counter() - t0
             if self.check is not None:
                 theirs = self.check(f)
@@ -90,8 +98,14 @@ class ProtoSampler:
                 per_tree.append(starts)
             if g.run(interleave(per_tree)) == 0:
                 break
+        d = self.diag
         STATS[self.name] = {"plans": self.plans, "root_share": self.root / max(1, self.placed),
-                            "mismatches": self.mismatches, "alloc_s": self.alloc_s}
+                            "mismatches": self.mismatches, "alloc_s": self.alloc_s,
+                            # per (plan, live tree): a reached contested fork; the budget's mass off the
+                            # root before rounding, and its whole branches off the root after
+                            "contested_share": d.get("contested", 0) / max(1, d.get("trees", 0)),
+                            "fork_mass_share": d.get("fork_mass", 0.0) / max(1, d.get("budget", 0)),
+                            "fork_unit_share": d.get("fork_units", 0) / max(1, d.get("budget", 0))}
 
 
 def leaf_advantages(forest) -> dict[int, float]:
@@ -177,7 +191,8 @@ def report(runs: list[dict], names: list[str]) -> str:
     for r in runs:
         by.setdefault(r["sampler"], {})[r["seed"]] = r
     base = by.get("independent", {})
-    lines = ["| row | seeds | final % | Δ vs chains | mean % | mixed % | root share | wall s |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| row | seeds | final % | Δ vs chains | mean % | mixed % | root share | contested trees % | fork mass % | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         rs = by.get(n, {})
         seeds = sorted(rs)
@@ -185,11 +200,14 @@ def report(runs: list[dict], names: list[str]) -> str:
         m, lo, hi = mean_ci(fin)
         d = [rs[s]["final_success"] * 100 - base[s]["final_success"] * 100 for s in seeds if s in base]
         dd = mean_ci(d) if len(d) >= 2 and n != "independent" else None
-        lines.append("| %s | %d | %.1f | %s | %.1f | %.1f | %.2f | %.0f |" % (
+        diag = lambda key: ("%.1f" % (sum(rs[s][key] for s in seeds) / len(seeds) * 100)
+                            if seeds and all(key in rs[s] for s in seeds) else "—")
+        lines.append("| %s | %d | %.1f | %s | %.1f | %.1f | %.2f | %s | %s | %.0f |" % (
             n, len(seeds), m, "%+.1f [%+.1f, %+.1f]" % dd if dd else "—",
             sum(rs[s]["mean_success"] for s in seeds) / len(seeds) * 100,
             sum(rs[s]["mixed"] for s in seeds) / len(seeds) * 100,
             sum(rs[s].get("root_share", 1.0) for s in seeds) / len(seeds),
+            diag("contested_share"), diag("fork_mass_share"),
             sum(rs[s]["wall_s"] for s in seeds) / len(seeds)))
     return "\n".join(lines)
 
