@@ -404,4 +404,42 @@ describe('examples/llm: compare.py pairs an ablation folder with its base run by
       expect(other.stderr).toContain('different tasks (recipe, calculator)');
     });
   });
+
+  it('pairs by seed, not by position: runs in another order, a seed missing in the middle, step times and mixed shares per run', () => {
+    inScratch((out) => {
+      type Run = [sampler: string, seed: number, final: number, stepS: number, mixed: number];
+      const write = (dir: string, config: Record<string, unknown>, runs: Run[]) => {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'results.json'), JSON.stringify({
+          command: `run.py ${dir}`, config: { seed: 0, ...config },
+          runs: runs.map(([sampler, seed, final, stepS, mixed]) => ({
+            sampler, seed, final_success: final, mean_success: final / 2, step_s: stepS,
+            steps: [{ scored_groups: 10, mixed_groups: mixed }],
+          })),
+        }));
+      };
+      write(join(out, 'base'), { task: 'recipe', advantage: 'treerl-leaf' }, [
+        ['independent', 0, 0.5, 1, 5], ['independent', 1, 0.4, 1, 5], ['independent', 2, 0.6, 1, 5], ['independent', 3, 0.9, 1, 5],
+        ['trace', 0, 0.55, 1, 4], ['trace', 1, 0.45, 9, 9], ['trace', 2, 0.5, 2, 6], ['trace', 3, 0.1, 3, 8],
+      ]);
+      // Seed 1 missing, seeds out of order, samplers interleaved.
+      write(join(out, 'abl'), { task: 'recipe', advantage: 'grpo' }, [
+        ['trace', 3, 0.2, 4, 2], ['independent', 3, 0.8, 2, 5], ['trace', 0, 0.5, 1, 2],
+        ['independent', 0, 0.5, 2, 5], ['trace', 2, 0.5, 1, 5], ['independent', 2, 0.6, 2, 5],
+      ]);
+      const ok = compare(out, ['base', 'abl', '--names', 'leaf,grpo', '--out', 'table.md']);
+      expect(ok.stderr).toBe('');
+      expect(ok.status).toBe(0);
+      const table = readFileSync(join(out, 'table.md'), 'utf8');
+      expect(table).toContain('Seeds 0, 2, 3 (3)');
+      // trace on seeds 0, 2, 3: base 55, 50, 10 (38.3), ablation 50, 50, 20 (40.0); paired 5, 0, −10:
+      // mean −1.67, sd 7.64, t(2) = 4.303: ±18.97. Mixed 40/60/80 → 60.0 and 20/50/20 → 30.0;
+      // step 1/2/3 → 2.00 and 4/1/1 → 2.00 (seed 1's 9 s and 90% enter neither).
+      expect(table).toMatch(/^\| trace \| 38\.3 \[[^\]]+\] \| 40\.0 \[[^\]]+\] \| -1\.7 \[-20\.6, \+17\.3\] \| -0\.8 \[[^\]]+\] \| 60\.0 \/ 30\.0 \| 2\.00 \/ 2\.00 \|$/m);
+      // independent: 50, 60, 90 against 50, 60, 80: +3.3.
+      expect(table).toMatch(/^\| independent \| 66\.7 \[[^\]]+\] \| 63\.3 \[[^\]]+\] \| \+3\.3 \[/m);
+      // trace − independent within each folder: base 5, −10, −80 → −28.3; ablation 0, −10, −60 → −23.3.
+      expect(table).toMatch(/^\| trace − independent \| -28\.3 \[[^\]]+\] \| -23\.3 \[[^\]]+\] \|/m);
+    });
+  });
 });
