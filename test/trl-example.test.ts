@@ -106,7 +106,12 @@ describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tre
     expect(extended.samplers).toEqual(['independent', 'trace', 'trace-treerl']);
     expect(extended.invocations).toHaveLength(2);
     expect(extended.command).toMatch(/--smoke --out .* ; python3 examples\/trl\/train.py --smoke --first-seed 1 .*--resume/);
-    expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain('Invocations (`--resume` keeps the runs before it)');
+    const summaryText = readFileSync(join(out, 'results', 'summary.md'), 'utf8');
+    expect(summaryText).toContain('Invocations (`--resume` keeps the runs before it)');
+    // The header's wall-clock is both invocations', not the last one's.
+    const walls = (extended.invocations as { machine: { wall_s: number } }[]).map((i) => i.machine.wall_s);
+    expect(walls.every((w) => w > 0)).toBe(true);
+    expect(summaryText).toContain(`Wall ${(walls[0] + walls[1]).toFixed(0)} s in 2 invocations`);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

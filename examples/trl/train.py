@@ -335,17 +335,21 @@ def summary(result: dict) -> str:
     summ = summarize(runs, samplers)
     seeds = sorted({r["seed"] for r in runs})
     m = result["machine"]
+    # A run grown with --resume: the wall-clock of every invocation together, loads from the first's
+    # start to the last's end (each invocation's own line is listed below the tables).
+    invs = [inv["machine"] for inv in result.get("invocations", [])] if len(result.get("invocations", [])) > 1 else [m]
+    wall = "Wall %.0f s%s" % (sum(x.get("wall_s", 0.0) for x in invs), " in %d invocations" % len(invs) if len(invs) > 1 else "")
     lines = ["# TRL GRPO: TRL's default sampling vs TRACE tree rollouts at equal tokens", "",
              "`%s`: %d seeds (%s), %d steps, %d prompts × %d completions per step, tree concurrency %s, rule %s, "
              "budget end %s, trace-treerl's credit %s (%s); success = mean "
-             "outcome of %d sampled episodes per prompt on the %d-prompt pool; 95%% t-intervals over seeds. Wall %.0f s, "
+             "outcome of %d sampled episodes per prompt on the %d-prompt pool; 95%% t-intervals over seeds. %s, "
              "%d process(es), load average %.1f at the start and %.1f at the end." % (
                  result.get("command", "train.py"), len(seeds), "%d–%d" % (seeds[0], seeds[-1]) if seeds else "none",
                  cfg.steps, cfg.prompts_per_step, cfg.num_generations, cfg.concurrency, rule_of(result),
                  # Runs recorded before budget_end existed cut their rollouts at each step's budget.
                  result["config"].get("budget_end", "cut"), cfg.advantage,
                  cfg.share, cfg.eval_samples, cfg.prompt_pool,
-                 m.get("wall_s", 0.0), m.get("processes", 1), m.get("loadavg_start", [0.0])[0], m["loadavg_end"][0]), "",
+                 wall, m.get("processes", 1), invs[0].get("loadavg_start", [0.0])[0], invs[-1].get("loadavg_end", [0.0])[0]), "",
              "| sampler | success before % | success after % | change (points) | wall_s per run | s / step | "
              "generated tokens / step | generate calls / step | mixed-outcome groups | mean reward trained on |",
              "|---|---|---|---|---|---|---|---|---|---|"]
