@@ -443,3 +443,50 @@ describe('examples/llm: compare.py pairs an ablation folder with its base run by
     });
   });
 });
+
+describe('examples/llm: proto_alloc\'s base fork share (the t5 tuning candidate), on a hand-computed tree', () => {
+  // Pure Python (numpy only), so it runs without torch.
+  it('splits the base by next-turn entropy over visited open nodes, only in trees with mixed outcomes unless told otherwise', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+import numpy as np
+from proto_alloc import plan
+
+def forest(leaf_rewards):
+    # 0 root; 1, 2 its children (equal turns and entropies, so neither is pruned); 3 below 1 and 4
+    # below 2 end the episodes. Next-turn entropy: 0.6 after node 1, 0.1 after node 2.
+    spec = [(-1, [1, 2], 0.0, False), (0, [3], 0.3, False), (0, [4], 0.3, False), (1, [], 0.6, True), (2, [], 0.1, True)]
+    r3, r4 = leaf_rewards
+    reward = [r3 + r4, r3, r4, r3, r4]
+    visits = [2, 1, 1, 1, 1]
+    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=reward[i],
+                embedding=np.ones(4)) for i, (p, k, u, t) in enumerate(spec)]
+    return NS(nodes=nodes, tree_nodes=[[0, 1, 2, 3, 4]], roots=[0])
+
+def units(f, **knobs):
+    d = {}
+    p = plan(f, 14, {"gate": "pair", "kappa": 0.0, **knobs}, diag=d)
+    return dict(p[0]), d
+
+# κ = 0: no contest emission, so the claims are the fresh share 1 and the base 1 split by entropy
+# 0.6 : 0.1 over nodes 1 and 2: masses 7, 6, 1 of 14.
+mixed = forest((1.0, 0.0))
+got, d = units(mixed, base=1.0)
+assert got == {0: 7, 1: 6, 2: 1}, got
+assert d == {"trees": 1, "contested": 1, "budget": 14, "fork_mass": 7.0, "fork_units": 7}, d
+# By ν times entropy: node 2's rollouts failed (ν = 0), so node 1 takes the whole base.
+assert units(mixed, base=1.0, base_by="nu-entropy")[0] == {0: 7, 1: 7}
+# Equal: 3.5 each, the tied remainder unit to the smaller node index.
+assert units(mixed, base=1.0, base_by="equal")[0] == {0: 7, 1: 4, 2: 3}
+# Base 0 (v4): everything at the root.
+assert units(mixed)[0] == {0: 14}
+# All failed: "mixed" keeps chains only; "all" spreads over the failed rollouts as well.
+failed = forest((0.0, 0.0))
+assert units(failed, base=1.0)[0] == {0: 14}
+assert units(failed, base=1.0, base_where="all")[0] == {0: 7, 1: 6, 2: 1}
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});
