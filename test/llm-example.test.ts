@@ -490,3 +490,52 @@ print("ok")
     expectPythonOk(code);
   });
 });
+
+describe('examples/llm: proto_alloc\'s token cost (the t7 tuning candidate), on a hand-computed tree', () => {
+  it('reads claims as shares of tokens: a fork that saves three quarters of a chain gets four times the branches', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+import numpy as np
+from proto_alloc import V3, TreeView, plan, relative_cost
+
+def forest(cut=False):
+    # 0 root; 1, 2 its children (30 generated tokens each); 3 below 1 and 4 below 2 end the
+    # episodes (10 tokens each), so a chain costs 40 tokens and a rollout from 1 or 2 costs 10.
+    # With cut: node 5 below 1 (4 tokens), a rollout the budget cut before it finished.
+    spec = [(-1, [1, 2], 0.0, False, 0), (0, [3], 0.3, False, 30), (0, [4], 0.3, False, 30),
+            (1, [], 0.6, True, 10), (2, [], 0.1, True, 10)]
+    if cut:
+        spec[1] = (0, [3, 5], 0.3, False, 30)
+        spec.append((1, [], 0.2, False, 4))
+    reward = [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    visits = [2, 1, 1, 1, 1, 0]
+    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=reward[i],
+                span=(0, g), embedding=np.ones(4)) for i, (p, k, u, t, g) in enumerate(spec)]
+    return NS(nodes=nodes, tree_nodes=[list(range(len(spec)))], roots=[0])
+
+tv = TreeView(forest(), 0, V3)
+assert relative_cost(tv) == [1.0, 0.25, 0.25, 0.05, 0.05], relative_cost(tv)
+# Node 5 has no finished rollout below: its parent's 10 tokens less its own 4, over the root's 40.
+assert abs(relative_cost(TreeView(forest(cut=True), 0, V3))[5] - 6 / 40) < 1e-12
+# No finished rollout in the tree: no cost information, every node costs a chain.
+empty = forest()
+for n in empty.nodes:
+    n.terminal = False
+assert relative_cost(TreeView(empty, 0, V3)) == [1.0] * 5
+
+def units(**knobs):
+    return dict(plan(forest(), 10, {"gate": "pair", "kappa": 0.0, "base": 1.0, **knobs})[0])
+
+# Branches (v4 with a base share): claims 1, 6/7, 1/7 give masses 5, 4.29, 0.71, rounded 5, 4, 1.
+assert units() == {0: 5, 1: 4, 2: 1}, units()
+# Tokens: divided by the costs 1, 1/4, 1/4 the claims are 1, 24/7, 4/7 (sum 5), masses 2, 6.86, 1.14,
+# rounded 2, 7, 1: 8 of 10 branches are forks, against 5 when a claim buys branches.
+assert units(cost="tokens") == {0: 2, 1: 7, 2: 1}, units(cost="tokens")
+# With no fork claim (base 0, κ = 0) there is nothing to reweigh: every branch is a chain.
+assert units(cost="tokens", base=0.0) == {0: 10}
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});

@@ -24,6 +24,12 @@ compares with the default) and adds the candidate changes as knobs:
   (in proportion to each node's position in the region's chain, 1 for its first node: forks that
   start later cost fewer tokens and re-sample the later turns), or "deep" (all of it on the
   region's deepest reached open node).
+- `cost`: what a claim buys: "branches" (v3, v4: x_v = B·π_v / Σπ, whatever a branch started at v
+  costs) or "tokens" (candidate v5: the claims are shares of the tree's generated tokens, so a
+  node's branches are its share divided by the relative cost c_v of a rollout started there,
+  x_v ∝ π_v / c_v; c_v = the mean generated tokens from v to the episode's end over v's finished
+  rollouts, divided by the root's, see `relative_cost`; a fork that saves most of a chain then
+  gets several branches for the tokens one fresh chain costs).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
-      "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy"}
+      "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "cost": "branches"}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False):
@@ -159,6 +165,31 @@ def success_estimate(tv: TreeView, beta):
     return p
 
 
+def relative_cost(tv: TreeView, floor=0.05):
+    """c_v: the mean generated tokens from node v to the episode's end over the finished rollouts
+    through v (a turn's generated tokens are its span), divided by the root's; a node with no
+    finished rollout below takes its parent's cost less its own turn. Clamped to [floor, 4] so a
+    one-token remainder cannot take the whole tree. All 1 while no rollout of the tree has finished."""
+    N = len(tv.ids)
+    gen = [float(x.span[1] - x.span[0]) if tv.parent[i] >= 0 else 0.0 for i, x in enumerate(tv.nodes)]
+    leaves = [1.0 if tv.terminal[v] else 0.0 for v in range(N)]
+    rest = [0.0] * N  # summed tokens from v to its finished leaves
+    for v in range(N - 1, 0, -1):  # children have larger local indices than their parents
+        p = tv.parent[v]
+        leaves[p] += leaves[v]
+        rest[p] += rest[v] + gen[v] * leaves[v]
+    if leaves[0] == 0:
+        return [1.0] * N
+    cost = [0.0] * N
+    for v in range(N):
+        if leaves[v] > 0:
+            cost[v] = rest[v] / leaves[v]
+        else:
+            cost[v] = max(1.0, cost[tv.parent[v]] - gen[v]) if v else 1.0
+    root = max(1.0, cost[0])
+    return [min(4.0, max(floor, c / root)) for c in cost]
+
+
 def tree_mass(tv: TreeView, budget, knobs):
     N = len(tv.ids)
     mass = [0.0] * N
@@ -242,6 +273,9 @@ def tree_mass(tv: TreeView, budget, knobs):
             if total_a > 0:
                 for v in range(1, N):
                     claim[v] += knobs["base"] * a[v] / total_a
+    if knobs["cost"] == "tokens":
+        c = relative_cost(tv)
+        claim = [x / c[v] for v, x in enumerate(claim)]
     total = sum(claim)
     if total > 0:
         return [budget * c / total for c in claim], False

@@ -63,6 +63,10 @@ VARIANTS = {
     "base1-all": {"gate": "pair", "base": 1.0, "base_where": "all"},
     "base3-all": {"gate": "pair", "base": 3.0, "base_where": "all"},
     "base1-eq": {"gate": "pair", "base": 1.0, "base_by": "equal"},
+    # t7: claims as shares of tokens, so a cheap fork gets more branches (candidate v5)
+    "cost": {"gate": "pair", "cost": "tokens"},
+    "cost-base1": {"gate": "pair", "cost": "tokens", "base": 1.0},
+    "cost-base1-all": {"gate": "pair", "cost": "tokens", "base": 1.0, "base_where": "all"},
 }
 
 STATS: dict[str, dict] = {}
