@@ -178,6 +178,13 @@ def run_seed(args) -> list[dict]:
         r.update(STATS.pop(name, {}))
         r["mixed"] = sum(s["mixed_groups"] for s in r["steps"]) / max(1, sum(s["scored_groups"] for s in r["steps"]))
         r["start_success"] = first["success"]
+        st = r["steps"]
+        cr, ct = sum(x["chain_rollouts"] for x in st), sum(x["chain_tokens"] for x in st)
+        fr, ft = sum(x["fork_rollouts"] for x in st), sum(x["fork_tokens"] for x in st)
+        # finished rollouts per step that started below the root, and a fork's generated tokens
+        # over a chain's (cut rollouts are in neither)
+        r["forks_per_step"], r["chains_per_step"] = fr / len(st), cr / len(st)
+        r["fork_cost"] = (ft / fr) / (ct / cr) if fr and cr and ct else None
         del r["steps"]
         print("seed %d %-12s final %.3f mixed %.3f root %.2f (%.0f s)%s" % (
             cfg.seed, name, r["final_success"], r["mixed"], r.get("root_share", 1.0), r["wall_s"],
@@ -195,8 +202,8 @@ def report(runs: list[dict], names: list[str]) -> str:
     for r in runs:
         by.setdefault(r["sampler"], {})[r["seed"]] = r
     base = by.get("independent", {})
-    lines = ["| row | seeds | final % | Δ vs chains | mean % | mixed % | root share | contested trees % | fork mass % | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| row | seeds | final % | Δ vs chains | mean % | mixed % | root share | contested trees % | fork mass % | forks / chains per step | fork cost | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         rs = by.get(n, {})
         seeds = sorted(rs)
@@ -206,12 +213,17 @@ def report(runs: list[dict], names: list[str]) -> str:
         dd = mean_ci(d) if len(d) >= 2 and n != "independent" else None
         diag = lambda key: ("%.1f" % (sum(rs[s][key] for s in seeds) / len(seeds) * 100)
                             if seeds and all(key in rs[s] for s in seeds) else "—")
-        lines.append("| %s | %d | %.1f | %s | %.1f | %.1f | %.2f | %s | %s | %.0f |" % (
+        fc = [rs[s]["fork_cost"] for s in seeds if rs[s].get("fork_cost") is not None]
+        fpc = ("%.1f / %.1f" % (sum(rs[s]["forks_per_step"] for s in seeds) / len(seeds),
+                                sum(rs[s]["chains_per_step"] for s in seeds) / len(seeds))
+               if seeds and all("forks_per_step" in rs[s] for s in seeds) else "—")
+        lines.append("| %s | %d | %.1f | %s | %.1f | %.1f | %.2f | %s | %s | %s | %s | %.0f |" % (
             n, len(seeds), m, "%+.1f [%+.1f, %+.1f]" % dd if dd else "—",
             sum(rs[s]["mean_success"] for s in seeds) / len(seeds) * 100,
             sum(rs[s]["mixed"] for s in seeds) / len(seeds) * 100,
             sum(rs[s].get("root_share", 1.0) for s in seeds) / len(seeds),
-            diag("contested_share"), diag("fork_mass_share"),
+            diag("contested_share"), diag("fork_mass_share"), fpc,
+            "%.2f" % (sum(fc) / len(fc)) if fc else "—",
             sum(rs[s]["wall_s"] for s in seeds) / len(seeds)))
     return "\n".join(lines)
 
