@@ -67,6 +67,8 @@ VARIANTS = {
     "cost": {"gate": "pair", "cost": "tokens"},
     "cost-base1": {"gate": "pair", "cost": "tokens", "base": 1.0},
     "cost-base1-all": {"gate": "pair", "cost": "tokens", "base": 1.0, "base_where": "all"},
+    # t8: as many forks as entropy forking makes (about 90% of finished rollouts), beside v4's contest
+    "base9-all": {"gate": "pair", "base": 9.0, "base_where": "all"},
 }
 
 STATS: dict[str, dict] = {}
