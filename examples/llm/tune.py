@@ -69,6 +69,8 @@ VARIANTS = {
     "cost-base1-all": {"gate": "pair", "cost": "tokens", "base": 1.0, "base_where": "all"},
     # t8: as many forks as entropy forking makes (about 90% of finished rollouts), beside v4's contest
     "base9-all": {"gate": "pair", "base": 9.0, "base_where": "all"},
+    # its ablation: the same base share without the sibling contrast (no contest emission)
+    "base9-all-k0": {"gate": "pair", "base": 9.0, "base_where": "all", "kappa": 0.0},
 }
 
 STATS: dict[str, dict] = {}
