@@ -180,12 +180,9 @@ def relative_cost(tv: TreeView, floor=0.05):
         rest[p] += rest[v] + gen[v] * leaves[v]
     if leaves[0] == 0:
         return [1.0] * N
-    cost = [0.0] * N
-    for v in range(N):
-        if leaves[v] > 0:
-            cost[v] = rest[v] / leaves[v]
-        else:
-            cost[v] = max(1.0, cost[tv.parent[v]] - gen[v]) if v else 1.0
+    cost = [rest[0] / leaves[0]] + [0.0] * (N - 1)
+    for v in range(1, N):
+        cost[v] = rest[v] / leaves[v] if leaves[v] > 0 else max(1.0, cost[tv.parent[v]] - gen[v])
     root = max(1.0, cost[0])
     return [min(4.0, max(floor, c / root)) for c in cost]
 

@@ -218,8 +218,8 @@ def report(runs: list[dict], names: list[str]) -> str:
         diag = lambda key: ("%.1f" % (sum(rs[s][key] for s in seeds) / len(seeds) * 100)
                             if seeds and all(key in rs[s] for s in seeds) else "—")
         fc = [rs[s]["fork_cost"] for s in seeds if rs[s].get("fork_cost") is not None]
-        fpc = ("%.1f / %.1f" % (sum(rs[s]["forks_per_step"] for s in seeds) / len(seeds),
-                                sum(rs[s]["chains_per_step"] for s in seeds) / len(seeds))
+        avg = lambda key: sum(rs[s][key] for s in seeds) / len(seeds)
+        fpc = ("%.1f / %.1f" % (avg("forks_per_step"), avg("chains_per_step"))
                if seeds and all("forks_per_step" in rs[s] for s in seeds) else "—")
         lines.append("| %s | %d | %.1f | %s | %.1f | %.1f | %.2f | %s | %s | %s | %s | %.0f |" % (
             n, len(seeds), m, "%+.1f [%+.1f, %+.1f]" % dd if dd else "—",
