@@ -306,6 +306,27 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
     });
   }, 2 * 110_000 + 20_000); // two run.py spawns, each allowed 110 s: on a loaded machine the default 120 s is not enough
 
+  it('--set forest_view=trie sends the prefix trie (its nodes, as the service holds them) and spends exactly the budget; another view is refused', () => {
+    requireLlm();
+    inScratch((out, env) => {
+      const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--task', 'recipe', '--samplers', 'trace', '--set', 'forest_view=trie',
+        '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(run.status, run.stderr).toBe(0);
+      const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: (Run & { last_forest_turns: number })[] };
+      const trace = result.runs[0];
+      expect((trace.config as unknown as { forest_view: string }).forest_view).toBe('trie');
+      expect(trace.steps.map((s) => s.tokens)).toEqual(Array(trace.config.steps).fill(trace.config.tokens_per_step));
+      expect(trace.launched).toBe(trace.planned_branches);
+      expect(trace.plan_budget_mismatches).toBe(0);
+      expect(trace.service_stats!.nodes).toBe(trace.last_forest_nodes);
+      expect(trace.last_forest_nodes!).toBeLessThanOrEqual(trace.last_forest_turns);
+      const bad = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'forest_view=graph',
+        '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(bad.status).not.toBe(0);
+      expect(bad.stderr).toContain('view must be one of trie, plain');
+    });
+  }, 2 * 110_000 + 20_000);
+
   it('--resume keeps the runs already written, runs only the missing (seed, sampler) pairs, and refuses other settings', () => {
     requireLlm();
     inScratch((out, env) => {
@@ -444,6 +465,19 @@ describe('examples/llm: compare.py pairs an ablation folder with its base run by
   });
 });
 
+/** A Python `forest(leaf_rewards)` for proto_alloc's hand-computed tests: 0 root; 1, 2 its
+ * children (equal turns: entropy 0.3, the same embedding, so neither is pruned); 3 below 1 and 4
+ * below 2 end the episodes with the two rewards. The next turn's entropy is 0.6 after node 1 and
+ * 0.1 after node 2. Needs `NS` (types.SimpleNamespace) and `np` imported. */
+const TWO_TURN_FOREST = `def forest(leaf_rewards):
+    spec = [(-1, [1, 2], 0.0, False), (0, [3], 0.3, False), (0, [4], 0.3, False), (1, [], 0.6, True), (2, [], 0.1, True)]
+    r3, r4 = leaf_rewards
+    reward = [r3 + r4, r3, r4, r3, r4]
+    visits = [2, 1, 1, 1, 1]
+    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=reward[i],
+                embedding=np.ones(4)) for i, (p, k, u, t) in enumerate(spec)]
+    return NS(nodes=nodes, tree_nodes=[[0, 1, 2, 3, 4]], roots=[0])`;
+
 describe('examples/llm: proto_alloc\'s base fork share (the t5 tuning candidate), on a hand-computed tree', () => {
   // Pure Python (numpy only), so it runs without torch.
   it('splits the base by next-turn entropy over visited open nodes, only in trees with mixed outcomes unless told otherwise', () => {
@@ -453,16 +487,7 @@ from types import SimpleNamespace as NS
 import numpy as np
 from proto_alloc import plan
 
-def forest(leaf_rewards):
-    # 0 root; 1, 2 its children (equal turns and entropies, so neither is pruned); 3 below 1 and 4
-    # below 2 end the episodes. Next-turn entropy: 0.6 after node 1, 0.1 after node 2.
-    spec = [(-1, [1, 2], 0.0, False), (0, [3], 0.3, False), (0, [4], 0.3, False), (1, [], 0.6, True), (2, [], 0.1, True)]
-    r3, r4 = leaf_rewards
-    reward = [r3 + r4, r3, r4, r3, r4]
-    visits = [2, 1, 1, 1, 1]
-    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=reward[i],
-                embedding=np.ones(4)) for i, (p, k, u, t) in enumerate(spec)]
-    return NS(nodes=nodes, tree_nodes=[[0, 1, 2, 3, 4]], roots=[0])
+${TWO_TURN_FOREST}
 
 def units(f, **knobs):
     d = {}
@@ -534,6 +559,71 @@ assert units() == {0: 5, 1: 4, 2: 1}, units()
 assert units(cost="tokens") == {0: 2, 1: 7, 2: 1}, units(cost="tokens")
 # With no fork claim (base 0, κ = 0) there is nothing to reweigh: every branch is a chain.
 assert units(cost="tokens", base=0.0) == {0: 10}
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});
+
+describe('examples/llm: the prefix trie and proto_alloc\'s uncertainty and top-k knobs (t11–t13 tuning candidates), on hand-computed trees', () => {
+  it('merges identical prefixes into one node, adding up visits and rewards, with ids of each prefix\'s first node', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+from prefix_trie import PrefixTrie
+
+# Tree 0: root [1]; nodes 1 and 2 wrote the same turn (5) and got the same answer (9); 3 below 1
+# and 5 below 2 wrote the same last turn (7) and won; 4 below 2 wrote 8 and lost; 6 wrote 6 and
+# lost at once. Tree 1: a root alone. seq = the prompt, every turn and answer up to the node.
+spec = [(0, -1, [1], False, 0.0), (0, 0, [1, 5, 9], False, 0.0), (0, 0, [1, 5, 9], False, 0.0),
+        (0, 1, [1, 5, 9, 7], True, 1.0), (0, 2, [1, 5, 9, 8], True, 0.0), (0, 2, [1, 5, 9, 7], True, 1.0),
+        (0, 0, [1, 6, 9], True, 0.0), (1, -1, [2], False, 0.0)]
+nodes = [NS(tree=t, parent=p, seq=s, span=(len(s) - 1, len(s)), terminal=d, outcome=o, uncertainty=0.1 * i,
+            embedding=None, children=[]) for i, (t, p, s, d, o) in enumerate(spec)]
+for i, n in enumerate(nodes):
+    if n.parent >= 0:
+        nodes[n.parent].children.append(i)
+f = NS(nodes=nodes, tree_nodes=[[0, 1, 2, 3, 4, 5, 6], [7]], roots=[0, 7])
+trie = PrefixTrie(f)
+assert trie.tree_nodes == [[0, 1, 3, 4, 6], [7]], trie.tree_nodes
+assert trie.roots == [0, 7]
+assert trie.canon == {0: 0, 1: 1, 2: 1, 3: 3, 4: 4, 5: 3, 6: 6, 7: 7}, trie.canon
+got = {v: (n.parent, n.children, n.visits, n.reward_sum, n.terminal) for v, n in trie.nodes.items()}
+assert got == {0: (-1, [1, 6], 4, 2.0, False), 1: (0, [3, 4], 3, 2.0, False), 3: (1, [], 2, 2.0, True),
+               4: (1, [], 1, 0.0, True), 6: (0, [], 1, 0.0, True), 7: (-1, [], 0, 0.0, False)}, got
+# A merged node keeps its first copy's turn (its entropy, embedding and span).
+assert trie.nodes[1].uncertainty == 0.1 and trie.nodes[3].uncertainty == 0.30000000000000004
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+
+  it('reads the next turn\'s entropy as a node\'s uncertainty with unc="next", and gives the base to the top-k unforked nodes', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+import numpy as np
+from proto_alloc import V3, TreeView, plan
+
+${TWO_TURN_FOREST}
+
+failed = forest((0.0, 0.0))
+# "turn": each node's own turn's entropy; "next": its children's mean, 0 at a terminal node.
+assert TreeView(failed, 0, V3).u == [0.0, 0.3, 0.3, 0.6, 0.1]
+assert TreeView(failed, 0, {**V3, "unc": "next"}).u == [0.3, 0.6, 0.1, 0.0, 0.0]
+units = lambda f, **k: dict(plan(f, 14, k)[0])
+# Both failed. v3's knobs: with the turns' own (equal) entropies nothing is contested, every
+# branch a chain; with the next turns' entropies (0.6 against 0.1) the pair is contested on its
+# uncertainty gap alone and branches leave the root. v4's gate removes that gap (equal rewards).
+assert units(failed) == {0: 14}
+next_v3 = units(failed, unc="next")
+assert next_v3[0] < 14 and sum(next_v3.values()) == 14, next_v3
+assert units(failed, unc="next", gate="pair") == {0: 14}
+# Top-1 base (κ = 0, so claims are the fresh share 1 and the base 1): all of the base on the
+# unforked node with the highest next-turn entropy, node 1 (0.6), in every tree with base_where="all".
+assert units(failed, gate="pair", kappa=0.0, base=1.0, base_where="all", base_top=1) == {0: 7, 1: 7}
+# Without top-k the base is split by entropy, 0.6 : 0.1 (masses 7, 6, 1).
+assert units(failed, gate="pair", kappa=0.0, base=1.0, base_where="all") == {0: 7, 1: 6, 2: 1}
 print("ok")
 `;
     expectPythonOk(code);

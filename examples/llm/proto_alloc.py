@@ -20,6 +20,17 @@ compares with the default) and adds the candidate changes as knobs:
   times ν, success seen) or "equal". `base_where`: "mixed" (only in trees whose visited rewards
   differ, so an all-failed or all-solved prompt still gets chains only) or "all" (every tree:
   the promise that a failed prompt is never spread over its branches no longer holds).
+  `base_top` (0: off): the base share goes, in equal parts, only to the `base_top` eligible nodes
+  with the highest next-turn entropy among those not yet forked (one child), as entropy forking
+  picks its forks (ties to the older node; forked nodes only where too few unforked ones exist):
+  the base explores new forks where the policy hesitates, the contest feeds forks that showed it.
+- `unc`: the uncertainty the scores read: "turn" (each node's own turn's mean token entropy, what
+  this example sends the service) or "next" (the mean token entropy of the node's next turns, the
+  policy's uncertainty after the step, which is what the input format's `uncertainty` means and
+  what the simulations give; 0 at a terminal node or one with no next turn yet).
+- `trie`: plan on the forest with identical prefixes merged (`prefix_trie.PrefixTrie`: a node per distinct
+  token sequence, so siblings are turns that differ), instead of one node per generated turn, where
+  two chains that wrote the same first turns are siblings with identical embeddings.
 - `region`: how a region's amount is spread over its reached open nodes: "equal" (v3), "late"
   (in proportion to each node's position in the region's chain, 1 for its first node: forks that
   start later cost fewer tokens and re-sample the later turns), or "deep" (all of it on the
@@ -38,14 +49,18 @@ import math
 
 import numpy as np
 
+from prefix_trie import PrefixTrie
+
 EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
-      "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "cost": "branches"}
+      "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "base_top": 0, "cost": "branches",
+      "unc": "turn", "trie": False}
 
 
-def score_group(kids, nodes, knobs, tree_has_range=False):
-    """C, w, I of one sibling group (docs/ALGORITHM.md §2, v2/v3 sharing), with the gate."""
+def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
+    """C, w, I of one sibling group (docs/ALGORITHM.md §2, v2/v3 sharing), with the gate.
+    `unc`: the children's uncertainties, when not each node's own `uncertainty`."""
     k = len(kids)
     if k < 2:
         return [0.0], [1.0], 0.0
@@ -54,7 +69,7 @@ def score_group(kids, nodes, knobs, tree_has_range=False):
     norms = [float(np.linalg.norm(x)) for x in e]
     r = [nodes[c].reward_sum / nodes[c].visits if nodes[c].visits else 0.0 for c in kids]
     n = [nodes[c].visits for c in kids]
-    u = [nodes[c].uncertainty for c in kids]
+    u = unc if unc is not None else [nodes[c].uncertainty for c in kids]
     vis = [r[i] for i in range(k) if n[i] > 0]
     group_differs = len(vis) >= 2 and max(vis) > min(vis)
     C = [0.0] * k
@@ -108,10 +123,21 @@ class TreeView:
         self.I = [0.0] * N
         vis = [nodes[v].reward_sum / nodes[v].visits for v in self.ids if nodes[v].visits]
         has_range = len(vis) >= 2 and max(vis) > min(vis)
+        # The uncertainty the scores read: "turn" = each node's own turn's token entropy (what this
+        # example sends), "next" = the mean token entropy of the node's next turns (its children's
+        # turns; 0 at a terminal node or one not yet continued): the policy's uncertainty *after*
+        # the step, as the input format defines it and the simulations give it.
+        if knobs["unc"] == "next":
+            self.u = [0.0 if self.terminal[v] or not self.children[v] else
+                      sum(self.nodes[c].uncertainty for c in self.children[v]) / len(self.children[v])
+                      for v in range(N)]
+        else:
+            self.u = [x.uncertainty for x in self.nodes]
         for v in range(N):
             kids = self.children[v]
             if kids:
-                _, w, I = score_group([self.ids[c] for c in kids], nodes, knobs, has_range)
+                _, w, I = score_group([self.ids[c] for c in kids], nodes, knobs, has_range,
+                                      [self.u[c] for c in kids])
                 for c, wc in zip(kids, w):
                     self.w[c] = wc
                 self.I[v] = I
@@ -266,6 +292,13 @@ def tree_mass(tv: TreeView, budget, knobs):
                 if reach[v] and not tv.terminal[v] and tv.visits[v] > 0 and kids:
                     ent = sum(tv.nodes[c].uncertainty for c in kids) / len(kids)
                     a[v] = {"entropy": ent, "nu-entropy": nu[v] * ent, "equal": 1.0}[knobs["base_by"]]
+            if knobs["base_top"] > 0:
+                ent = [sum(tv.nodes[c].uncertainty for c in tv.children[v]) / len(tv.children[v])
+                       if a[v] > 0 else -1.0 for v in range(N)]
+                order = sorted((v for v in range(1, N) if a[v] > 0),
+                               key=lambda v: (len(tv.children[v]) >= 2, -ent[v], v))
+                top = set(order[: knobs["base_top"]])
+                a = [1.0 if v in top else 0.0 for v in range(N)]
             total_a = sum(a)
             if total_a > 0:
                 for v in range(1, N):
@@ -307,6 +340,8 @@ def plan(forest, total, knobs, min_per_tree=1, diag=None):
     fork), `budget`, `fork_mass` (the budget's real-valued mass off the root, before rounding) and
     `fork_units` (whole branches off the root)."""
     knobs = {**V3, **knobs}
+    if knobs["trie"]:
+        forest = PrefixTrie(forest)
     views = [TreeView(forest, t, knobs) for t in range(len(forest.tree_nodes))]
     q = []
     for tv in views:

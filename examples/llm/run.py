@@ -209,8 +209,11 @@ def resumable(previous: dict, config: Config, out: Path) -> tuple[list[dict], li
     them. Every kept run must have been trained with this run's settings (all but the seed):
     runs under other settings are not the same experiment, and mixing them would pair them."""
     want = {k: v for k, v in asdict(config).items() if k != "seed"}
+    # A setting added after a run was made is read at its default there: a new setting's default
+    # is the behaviour runs had before it existed (forest_view "plain", for instance).
+    default = asdict(Config())
     for r in previous["runs"]:
-        had = {k: v for k, v in r["config"].items() if k != "seed"}
+        had = {k: v for k, v in {**{k: default[k] for k in default if k not in r["config"]}, **r["config"]}.items() if k != "seed"}
         diff = sorted(k for k in set(want) | set(had) if want.get(k) != had.get(k))
         if diff:
             raise SystemExit("--resume: %s: seed %d's %s run was trained with other settings (%s: %s there, %s here); "

@@ -12,6 +12,10 @@
   α and τ are ascended after each step from the gains of the rollouts each round placed.
   `embedding="sketch"` sends each turn's token sketch (`trace_alloc.sketch`, what a trainer
   whose generator returns no hidden states sends) instead of its mean hidden state.
+  `view="plain"` (the default) sends one node per generated turn, so two chains that wrote the
+  same first turns are identical siblings; `view="trie"` sends a node per distinct prefix
+  (`prefix_trie.PrefixTrie`: a rollout that wrote the same turn from the same node shares its
+  child), the different continuations tried from a node, as the allocator's input describes them.
 
 The tree samplers' settings (2 chains, 2 forks, 2 rollouts per fork) are those of `eval/`, set
 once and not tuned.
@@ -26,6 +30,7 @@ import numpy as np
 
 from allocator_client import AllocatorClient, learner, token_sketch
 from forest import Forest, Grower
+from prefix_trie import PrefixTrie
 
 
 def interleave(per_tree: list[list[int]]) -> list[int]:
@@ -99,6 +104,7 @@ class EntropySampler:
 
 
 EMBEDDINGS = ("hidden", "sketch")
+VIEWS = ("trie", "plain")
 
 
 def pack(f: Forest, dim: int, prefix: str = "p", sketch=None) -> dict:
@@ -144,8 +150,10 @@ class AlphaTauAdam:
         self.state = self.learn.ascend(self.state, grad[0], grad[1])
 
 
-def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:
-    """y = 4p̂(1−p̂) of the rollouts finished since a round, per node that existed then (≥ 2 rollouts)."""
+def outcome_gains(f: Forest, first_new: int, canon: dict | None = None) -> dict[int, float]:
+    """y = 4p̂(1−p̂) of the rollouts finished since a round, per node that existed then (≥ 2 rollouts).
+    With `canon` (a `PrefixTrie`'s map of each node to its prefix's first node), per prefix: a new
+    rollout that rewrote an existing prefix counts at that prefix's node."""
     count: dict[int, int] = {}
     wins: dict[int, float] = {}
     for leaf in range(first_new, len(f.nodes)):
@@ -154,18 +162,22 @@ def outcome_gains(f: Forest, first_new: int) -> dict[int, float]:
             continue
         v = node.parent
         while v >= 0:
-            if v < first_new:
-                count[v] = count.get(v, 0) + 1
-                wins[v] = wins.get(v, 0.0) + node.outcome
+            c = canon[v] if canon is not None else v
+            if c < first_new:
+                count[c] = count.get(c, 0) + 1
+                wins[c] = wins.get(c, 0.0) + node.outcome
             v = f.nodes[v].parent
     return {v: 4 * (wins[v] / c) * (1 - wins[v] / c) for v, c in count.items() if c >= 2}
 
 
 class TraceSampler:
     def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False,
-                 embedding: str = "hidden"):
+                 embedding: str = "hidden", view: str = "plain"):
         if embedding not in EMBEDDINGS:
             raise ValueError("embedding must be one of %s, got %r" % (", ".join(EMBEDDINGS), embedding))
+        if view not in VIEWS:
+            raise ValueError("view must be one of %s, got %r" % (", ".join(VIEWS), view))
+        self.view = view
         self.name, self.client, self.per_tree, self.learn = name, client, rollouts_per_tree, learn
         self.sketch = token_sketch() if embedding == "sketch" else None
         self.adam = AlphaTauAdam() if learn else None
@@ -186,7 +198,8 @@ class TraceSampler:
         prefix = "s%d-p" % self.steps
         while g.remaining() > 0:
             t1 = time.perf_counter()
-            arrays = pack(f, self.dim(model), prefix, self.sketch)
+            sent = self.sent(f)
+            arrays = pack(sent, self.dim(model), prefix, self.sketch)
             self.client.sync_forest(arrays["ids"], arrays["tree_offset"], arrays["parent"], arrays["reward"],
                                        arrays["visits"], arrays["uncertainty"], arrays["terminal"],
                                        arrays["embedding"])
@@ -203,7 +216,7 @@ class TraceSampler:
             per_tree = []
             for tree in plan["trees"]:
                 t = int(tree["id"][len(prefix):])
-                nodes = f.tree_nodes[t]
+                nodes = sent.tree_nodes[t]
                 starts = []
                 for a in tree["allocations"]:
                     v = nodes[a["node"]]
@@ -217,11 +230,16 @@ class TraceSampler:
             starts = interleave(per_tree)
             self.launched += len(starts)
             if self.learn:
-                rounds.append((plan, len(f.nodes)))
+                rounds.append((plan, len(f.nodes), sent.tree_nodes))
             if g.run(starts) == 0:
                 break
         if self.learn:
             self._update(f, rounds, prefix)
+
+    def sent(self, f: Forest):
+        """The forest as the service sees it: `f` itself, or its prefix trie under `view="trie"`.
+        Either way a plan's node is a trainer node (a trie node's id is its prefix's first node)."""
+        return PrefixTrie(f) if self.view == "trie" else f
 
     def dim(self, model) -> int:
         """The embedding width sent: the policy's hidden size, or the sketch's width."""
@@ -231,10 +249,11 @@ class TraceSampler:
         t0 = time.perf_counter()
         dA = dB = 0.0
         used = 0
-        for plan, first_new in rounds:
-            gains = outcome_gains(f, first_new)
+        canon = PrefixTrie(f).canon if self.view == "trie" else None
+        for plan, first_new, tree_nodes in rounds:
+            gains = outcome_gains(f, first_new, canon)
             for tree in plan["trees"]:
-                nodes = f.tree_nodes[int(tree["id"][len(prefix):])]
+                nodes = tree_nodes[int(tree["id"][len(prefix):])]
                 for s in tree.get("scores", []):
                     y = gains.get(nodes[s["node"]])
                     if y is None:

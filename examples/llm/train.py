@@ -54,6 +54,11 @@ class Config:
     # The TRACE rows' turn embeddings: "hidden" (the mean hidden state, the committed run) or "sketch"
     # (the turn's token sketch, trace_alloc.sketch: what a generator without hidden states gives).
     embedding: str = "hidden"
+    # What the TRACE rows send the service: "plain" (a node per generated turn, so identical turns
+    # written from one node are siblings with identical embeddings: the committed runs) or "trie"
+    # (a node per distinct prefix, `prefix_trie.PrefixTrie`: siblings are the different
+    # continuations tried from a node; measured level with "plain", results/tuning/README.md).
+    forest_view: str = "plain"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -162,7 +167,8 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
         return UniformSampler(random.Random(cfg.seed * 13 + 5))
     if name == "entropy":
         return EntropySampler()
-    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding)
+    return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding,
+                        view=cfg.forest_view)
 
 
 def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,
@@ -217,7 +223,8 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
             result["final_success_check"] = evaluate(model, prompts, cfg.eval_samples, check_table, task)["success"]
         if isinstance(sampler, TraceSampler):
             # One more sync, outside the timed steps: the service must hold the last forest exactly.
-            a = pack(forest, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch)
+            sent = sampler.sent(forest)
+            a = pack(sent, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch)
             client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                                a["terminal"], a["embedding"])
             result.update({
@@ -226,7 +233,7 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
                 "plans": sampler.plans, "planned_branches": sampler.planned_branches,
                 "root_branches": sampler.root_branches, "launched": sampler.launched,
                 "forests_sent": client.forests_sent, "nodes_sent": client.nodes_sent,
-                "last_forest_nodes": len(forest.nodes), "plan_budget_mismatches": sampler.plan_mismatches,
+                "last_forest_nodes": len(sent.nodes), "last_forest_turns": len(forest.nodes), "plan_budget_mismatches": sampler.plan_mismatches,
                 "startup_s": client.startup_s, "transport": client.transport, "params": sampler.params,
                 "rule": sampler.rule, "rule_asked": TRACE_RULES[sampler_name], "service_stats": client.stats(),
             })

@@ -24,6 +24,7 @@ import transformers
 
 import train as T
 from forest import Grower
+from prefix_trie import PrefixTrie
 from proto_alloc import plan as proto_plan
 from samplers import interleave
 from stats import mean_interval  # type: ignore
@@ -71,6 +72,18 @@ VARIANTS = {
     "base9-all": {"gate": "pair", "base": 9.0, "base_where": "all"},
     # its ablation: the same base share without the sibling contrast (no contest emission)
     "base9-all-k0": {"gate": "pair", "base": 9.0, "base_where": "all", "kappa": 0.0},
+    # t10: the base share on the 2 unforked nodes of highest next-turn entropy, as entropy forking picks
+    "base9-all-top2": {"gate": "pair", "base": 9.0, "base_where": "all", "base_top": 2},
+    # t11: the uncertainty the input format defines (after the step: the next turn's entropy)
+    # instead of the turn's own entropy, under v3 and v4's knobs
+    "v3-next": {"unc": "next"},
+    "gate-pair-next": {"gate": "pair", "unc": "next"},
+    # t13: plan on the trie of distinct prefixes (identical turns from one state share a node)
+    "trie-v4": {"gate": "pair", "trie": True},
+    "trie-v3": {"trie": True},
+    "trie-v4-k16": {"gate": "pair", "trie": True, "kappa": 16.0},
+    "trie-v3-k16": {"trie": True, "kappa": 16.0},
+    "base9-all-top2-k0": {"gate": "pair", "base": 9.0, "base_where": "all", "base_top": 2, "kappa": 0.0},
 }
 
 STATS: dict[str, dict] = {}
@@ -91,7 +104,7 @@ class ProtoSampler:
             p = proto_plan(f, self.per_tree * len(f.roots), self.knobs, diag=self.diag)
             self.alloc_s += time.perf_counter() - t0
             if self.check is not None:
-                theirs = self.check(f)
+                theirs = self.check(f, bool(self.knobs.get("trie")))
                 if theirs != p:
                     self.mismatches += 1
             self.plans += 1
@@ -143,12 +156,14 @@ ORIGINAL_UPDATE = T.policy_update
 
 def service_checker():
     """The service's plan of the same forest under its default rule (v4: the prototype's "gate-pair"
-    knobs must match it), as (node, branches) per tree."""
+    knobs must match it), as (node, branches) per tree; with `trie`, of the forest's prefix trie
+    (the prototype's "trie-v4" knobs)."""
     from allocator_client import AllocatorClient
     from samplers import pack
     client = AllocatorClient(None)
 
-    def check(f):
+    def check(f, trie=False):
+        f = PrefixTrie(f) if trie else f
         a = pack(f, f.nodes[f.nodes[f.roots[0]].children[0]].embedding.shape[0] if f.nodes[f.roots[0]].children else 64, "c")
         client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                            a["terminal"], a["embedding"])
