@@ -306,15 +306,15 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
     });
   }, 2 * 110_000 + 20_000); // two run.py spawns, each allowed 110 s: on a loaded machine the default 120 s is not enough
 
-  it('--set forest_view=trie sends the prefix trie (its nodes, as the service holds them) and spends exactly the budget; another view is refused', () => {
+  it('--set forest_view=trie --set uncertainty=next send the prefix trie with the next turns\' entropy and spend exactly the budget; other values are refused', () => {
     requireLlm();
     inScratch((out, env) => {
       const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--task', 'recipe', '--samplers', 'trace', '--set', 'forest_view=trie',
-        '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+        '--set', 'uncertainty=next', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
       expect(run.status, run.stderr).toBe(0);
       const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: (Run & { last_forest_turns: number })[] };
       const trace = result.runs[0];
-      expect((trace.config as unknown as { forest_view: string }).forest_view).toBe('trie');
+      expect((trace.config as unknown as { forest_view: string; uncertainty: string })).toMatchObject({ forest_view: 'trie', uncertainty: 'next' });
       expect(trace.steps.map((s) => s.tokens)).toEqual(Array(trace.config.steps).fill(trace.config.tokens_per_step));
       expect(trace.launched).toBe(trace.planned_branches);
       expect(trace.plan_budget_mismatches).toBe(0);
@@ -324,8 +324,12 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
         '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('view must be one of trie, plain');
+      const worse = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'uncertainty=before',
+        '--out', join(out, 'worse')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(worse.status).not.toBe(0);
+      expect(worse.stderr).toContain('uncertainty must be one of turn, next');
     });
-  }, 2 * 110_000 + 20_000);
+  }, 3 * 110_000 + 20_000);
 
   it('--resume keeps the runs already written, runs only the missing (seed, sampler) pairs, and refuses other settings', () => {
     requireLlm();
@@ -570,7 +574,7 @@ describe('examples/llm: the prefix trie and proto_alloc\'s uncertainty and top-k
     const code = `
 import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
 from types import SimpleNamespace as NS
-from prefix_trie import PrefixTrie
+from allocator_view import PrefixTrie, next_turn_entropy
 
 # Tree 0: root [1]; nodes 1 and 2 wrote the same turn (5) and got the same answer (9); 3 below 1
 # and 5 below 2 wrote the same last turn (7) and won; 4 below 2 wrote 8 and lost; 6 wrote 6 and
@@ -593,6 +597,11 @@ assert got == {0: (-1, [1, 6], 4, 2.0, False), 1: (0, [3, 4], 3, 2.0, False), 3:
                4: (1, [], 1, 0.0, True), 6: (0, [], 1, 0.0, True), 7: (-1, [], 0, 0.0, False)}, got
 # A merged node keeps its first copy's turn (its entropy, embedding and span).
 assert trie.nodes[1].uncertainty == 0.1 and trie.nodes[3].uncertainty == 0.30000000000000004
+# The uncertainty after a node: its next turns' mean entropy, 0 at a terminal node or one not yet
+# continued. Plain: node 2's turns are 4 and 5 (0.4, 0.5); in the trie node 1's are 3 and 4.
+assert abs(next_turn_entropy(f, 2) - 0.45) < 1e-12 and next_turn_entropy(f, 3) == 0.0 and next_turn_entropy(f, 7) == 0.0
+assert abs(next_turn_entropy(f, 0) - (0.1 + 0.2 + 0.6) / 3) < 1e-12
+assert abs(next_turn_entropy(trie, 1) - 0.35) < 1e-12 and abs(next_turn_entropy(trie, 0) - 0.35) < 1e-12
 print("ok")
 `;
     expectPythonOk(code);

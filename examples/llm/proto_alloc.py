@@ -28,7 +28,7 @@ compares with the default) and adds the candidate changes as knobs:
   this example sends the service) or "next" (the mean token entropy of the node's next turns, the
   policy's uncertainty after the step, which is what the input format's `uncertainty` means and
   what the simulations give; 0 at a terminal node or one with no next turn yet).
-- `trie`: plan on the forest with identical prefixes merged (`prefix_trie.PrefixTrie`: a node per distinct
+- `trie`: plan on the forest with identical prefixes merged (`allocator_view.PrefixTrie`: a node per distinct
   token sequence, so siblings are turns that differ), instead of one node per generated turn, where
   two chains that wrote the same first turns are siblings with identical embeddings.
 - `region`: how a region's amount is spread over its reached open nodes: "equal" (v3), "late"
@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from prefix_trie import PrefixTrie
+from allocator_view import PrefixTrie, next_turn_entropy
 
 EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
@@ -128,9 +128,7 @@ class TreeView:
         # turns; 0 at a terminal node or one not yet continued): the policy's uncertainty *after*
         # the step, as the input format defines it and the simulations give it.
         if knobs["unc"] == "next":
-            self.u = [0.0 if self.terminal[v] or not self.children[v] else
-                      sum(self.nodes[c].uncertainty for c in self.children[v]) / len(self.children[v])
-                      for v in range(N)]
+            self.u = [next_turn_entropy(forest, v) for v in self.ids]
         else:
             self.u = [x.uncertainty for x in self.nodes]
         for v in range(N):

@@ -14,8 +14,11 @@
   whose generator returns no hidden states sends) instead of its mean hidden state.
   `view="plain"` (the default) sends one node per generated turn, so two chains that wrote the
   same first turns are identical siblings; `view="trie"` sends a node per distinct prefix
-  (`prefix_trie.PrefixTrie`: a rollout that wrote the same turn from the same node shares its
+  (`allocator_view.PrefixTrie`: a rollout that wrote the same turn from the same node shares its
   child), the different continuations tried from a node, as the allocator's input describes them.
+  `uncertainty="turn"` (the default) sends a node's own turn's token entropy; `"next"` the mean
+  entropy of the turns written from it (the policy's uncertainty after the step, as the input
+  format defines the field and the simulations give it).
 
 The tree samplers' settings (2 chains, 2 forks, 2 rollouts per fork) are those of `eval/`, set
 once and not tuned.
@@ -30,7 +33,7 @@ import numpy as np
 
 from allocator_client import AllocatorClient, learner, token_sketch
 from forest import Forest, Grower
-from prefix_trie import PrefixTrie
+from allocator_view import PrefixTrie, next_turn_entropy
 
 
 def interleave(per_tree: list[list[int]]) -> list[int]:
@@ -105,12 +108,15 @@ class EntropySampler:
 
 EMBEDDINGS = ("hidden", "sketch")
 VIEWS = ("trie", "plain")
+UNCERTAINTIES = ("turn", "next")
 
 
-def pack(f: Forest, dim: int, prefix: str = "p", sketch=None) -> dict:
+def pack(f: Forest, dim: int, prefix: str = "p", sketch=None, uncertainty: str = "turn") -> dict:
     """The forest as the columnar arrays of the binary input (one row per node, trees in order).
     With `sketch` (a `TokenSketch` of width `dim`), a node's embedding is its turn's token sketch
-    (one batched call over the forest's turns) instead of its mean hidden state."""
+    (one batched call over the forest's turns) instead of its mean hidden state. `uncertainty`:
+    "turn" sends each node's own turn's mean token entropy (the committed runs), "next" the next
+    turns' (`next_turn_entropy`: the uncertainty after the step, as the format defines it)."""
     order = [v for nodes in f.tree_nodes for v in nodes]
     local = {}
     for nodes in f.tree_nodes:
@@ -123,7 +129,8 @@ def pack(f: Forest, dim: int, prefix: str = "p", sketch=None) -> dict:
         "parent": np.array([local[x.parent] if x.parent >= 0 else -1 for x in n], dtype=np.int64),
         "reward": np.array([x.reward_sum / x.visits if x.visits else 0.0 for x in n], dtype=np.float64),
         "visits": np.array([x.visits for x in n], dtype=np.int64),
-        "uncertainty": np.array([x.uncertainty for x in n], dtype=np.float64),
+        "uncertainty": np.array([next_turn_entropy(f, v) for v in order] if uncertainty == "next"
+                                else [x.uncertainty for x in n], dtype=np.float64),
         "terminal": np.array([x.terminal for x in n], dtype=bool),
         "embedding": (sketch.batch([x.seq[x.span[0]:x.span[1]] for x in n]) if sketch is not None  # a root's turn is empty: 0
                       else np.stack([x.embedding if x.parent >= 0 else np.zeros(dim) for x in n]).astype(np.float32)),
@@ -172,12 +179,14 @@ def outcome_gains(f: Forest, first_new: int, canon: dict | None = None) -> dict[
 
 class TraceSampler:
     def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False,
-                 embedding: str = "hidden", view: str = "plain"):
+                 embedding: str = "hidden", view: str = "plain", uncertainty: str = "turn"):
         if embedding not in EMBEDDINGS:
             raise ValueError("embedding must be one of %s, got %r" % (", ".join(EMBEDDINGS), embedding))
         if view not in VIEWS:
             raise ValueError("view must be one of %s, got %r" % (", ".join(VIEWS), view))
-        self.view = view
+        if uncertainty not in UNCERTAINTIES:
+            raise ValueError("uncertainty must be one of %s, got %r" % (", ".join(UNCERTAINTIES), uncertainty))
+        self.view, self.uncertainty = view, uncertainty
         self.name, self.client, self.per_tree, self.learn = name, client, rollouts_per_tree, learn
         self.sketch = token_sketch() if embedding == "sketch" else None
         self.adam = AlphaTauAdam() if learn else None
@@ -199,7 +208,7 @@ class TraceSampler:
         while g.remaining() > 0:
             t1 = time.perf_counter()
             sent = self.sent(f)
-            arrays = pack(sent, self.dim(model), prefix, self.sketch)
+            arrays = pack(sent, self.dim(model), prefix, self.sketch, self.uncertainty)
             self.client.sync_forest(arrays["ids"], arrays["tree_offset"], arrays["parent"], arrays["reward"],
                                        arrays["visits"], arrays["uncertainty"], arrays["terminal"],
                                        arrays["embedding"])

@@ -56,9 +56,13 @@ class Config:
     embedding: str = "hidden"
     # What the TRACE rows send the service: "plain" (a node per generated turn, so identical turns
     # written from one node are siblings with identical embeddings: the committed runs) or "trie"
-    # (a node per distinct prefix, `prefix_trie.PrefixTrie`: siblings are the different
+    # (a node per distinct prefix, `allocator_view.PrefixTrie`: siblings are the different
     # continuations tried from a node; measured level with "plain", results/tuning/README.md).
     forest_view: str = "plain"
+    # The uncertainty the TRACE rows send: "turn" (each node's own turn's mean token entropy: the
+    # committed runs) or "next" (the mean entropy of the turns written from the node: how unsettled
+    # the policy is after the step, as the input format defines `uncertainty`).
+    uncertainty: str = "turn"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -168,7 +172,7 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
     if name == "entropy":
         return EntropySampler()
     return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding,
-                        view=cfg.forest_view)
+                        view=cfg.forest_view, uncertainty=cfg.uncertainty)
 
 
 def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,
@@ -224,7 +228,7 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
         if isinstance(sampler, TraceSampler):
             # One more sync, outside the timed steps: the service must hold the last forest exactly.
             sent = sampler.sent(forest)
-            a = pack(sent, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch)
+            a = pack(sent, sampler.dim(model), "s%d-p" % sampler.steps, sampler.sketch, sampler.uncertainty)
             client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                                a["terminal"], a["embedding"])
             result.update({

@@ -2,7 +2,7 @@
 in process by `proto_alloc` (no service), against independent chains, paired by seed.
 
     python3 examples/llm/tune.py --first-seed 200 --seeds 12 --variants v3,gate-pair --out /tmp/tune
-    python3 examples/llm/tune.py --check --variants gate-pair --first-seed 200 --seeds 1 --steps 3   # prototype v4 = the service's v4
+    python3 examples/llm/tune.py --check --variants gate-pair,v3,trie-v4,v3-next --first-seed 200 --seeds 1 --steps 3   # prototype = the service
 
 Variants are named in VARIANTS (knobs over proto_alloc.V3). `--credit treerl-leaf` trains on
 TreeRL's per-leaf credit (a node shared by L finished leaves weighs √L·(GA + LA)).
@@ -24,7 +24,7 @@ import transformers
 
 import train as T
 from forest import Grower
-from prefix_trie import PrefixTrie
+from allocator_view import PrefixTrie
 from proto_alloc import plan as proto_plan
 from samplers import interleave
 from stats import mean_interval  # type: ignore
@@ -104,7 +104,7 @@ class ProtoSampler:
             p = proto_plan(f, self.per_tree * len(f.roots), self.knobs, diag=self.diag)
             self.alloc_s += time.perf_counter() - t0
             if self.check is not None:
-                theirs = self.check(f, bool(self.knobs.get("trie")))
+                theirs = self.check(f, self.knobs)
                 if theirs != p:
                     self.mismatches += 1
             self.plans += 1
@@ -155,16 +155,21 @@ ORIGINAL_UPDATE = T.policy_update
 
 
 def service_checker():
-    """The service's plan of the same forest under its default rule (v4: the prototype's "gate-pair"
-    knobs must match it), as (node, branches) per tree; with `trie`, of the forest's prefix trie
-    (the prototype's "trie-v4" knobs)."""
+    """The service's plan of the same forest, as (node, branches) per tree, under the rule and input
+    a variant's knobs stand for: v4 for gate "pair", v3 for the default gate (other gates and knobs
+    have no service counterpart); of the forest's prefix trie with `trie`, with the next turns'
+    entropy as the uncertainty with unc="next". So "gate-pair", "v3", "trie-v4", "v3-next" and
+    "gate-pair-next" must match the service exactly."""
     from allocator_client import AllocatorClient
     from samplers import pack
-    client = AllocatorClient(None)
+    clients: dict = {}
 
-    def check(f, trie=False):
-        f = PrefixTrie(f) if trie else f
-        a = pack(f, f.nodes[f.nodes[f.roots[0]].children[0]].embedding.shape[0] if f.nodes[f.roots[0]].children else 64, "c")
+    def check(f, knobs):
+        rule = {"pair": "v4", "always": "v3"}[knobs.get("gate", "always")]
+        client = clients.get(rule) or clients.setdefault(rule, AllocatorClient(rule))
+        f = PrefixTrie(f) if knobs.get("trie") else f
+        a = pack(f, f.nodes[f.nodes[f.roots[0]].children[0]].embedding.shape[0] if f.nodes[f.roots[0]].children else 64, "c",
+                 uncertainty=knobs.get("unc", "turn"))
         client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                            a["terminal"], a["embedding"])
         plan = client.plan(total_budget=2 * len(f.roots), min_per_tree=1)

@@ -1,11 +1,16 @@
-"""The allocator's view of a training step's forest: one node per distinct prefix.
+"""What the TRACE rows send the allocator of a training step's forest, besides its rewards: the
+tree's shape (`PrefixTrie`, one node per distinct prefix) and each node's uncertainty
+(`next_turn_entropy`, the uncertainty after the step).
 
 The trainer's forest (`forest.Forest`) keeps one node per generated turn, so two rollouts that
 wrote the same turn from the same node are two children with identical text, embeddings and
 entropies. The allocator's input defines a node's children as the different continuations tried
 from it; `PrefixTrie` merges identical prefixes into one node, so siblings differ in what they
-generated and a fork sits where rollouts actually diverged. Pure Python: it reads only the
-nodes' fields (parent, seq, span, terminal, outcome, uncertainty, embedding).
+generated and a fork sits where rollouts actually diverged. A node's `uncertainty` in the
+trainer's forest is its own turn's mean token entropy; the input format's is how unsettled the
+policy is after the step, which `next_turn_entropy` reads off the turns written from the node.
+Pure Python: both read only the nodes' fields (parent, children, seq, span, terminal, outcome,
+uncertainty, embedding).
 """
 
 from __future__ import annotations
@@ -57,3 +62,13 @@ class PrefixTrie:
                         self.nodes[u].reward_sum += x.outcome
                         u = self.nodes[u].parent
             self.tree_nodes.append(order)
+
+
+def next_turn_entropy(f, v: int) -> float:
+    """The policy's uncertainty after node v, as the input format defines `uncertainty`: the mean
+    token entropy (over ln |V|) of the turns written from v, i.e. of its children's turns; 0 at a
+    terminal node and at one no rollout has continued yet (`f` a `forest.Forest` or a `PrefixTrie`)."""
+    n = f.nodes[v]
+    if n.terminal or not n.children:
+        return 0.0
+    return sum(f.nodes[c].uncertainty for c in n.children) / len(n.children)
