@@ -324,6 +324,12 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
         '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('view must be one of trie, plain');
+      // Runs committed before these settings existed were made at their defaults, which compare.py assumes.
+      expectPythonOk(`import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from train import Config
+from report import LATER_SETTINGS
+assert all(getattr(Config(), k) == v for k, v in LATER_SETTINGS.items()), LATER_SETTINGS
+print("ok")`);
       const worse = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'uncertainty=before',
         '--out', join(out, 'worse')], { encoding: 'utf8', timeout: 110_000, env });
       expect(worse.status).not.toBe(0);
@@ -423,6 +429,14 @@ describe('examples/llm: compare.py pairs an ablation folder with its base run by
       const same = compare(out, ['base', 'same']);
       expect(same.status).not.toBe(0);
       expect(same.stderr).toContain('nothing is ablated');
+      // A setting added since the base was made counts there at the value it had then (its default):
+      // a folder that names it at that value ablates nothing, one at another value ablates only it.
+      folder(join(out, 'named'), { task: 'recipe', advantage: 'treerl-leaf', uncertainty: 'turn' }, { trace: [0.5, 0.4, 0.5] });
+      expect(compare(out, ['base', 'named']).stderr).toContain('nothing is ablated');
+      folder(join(out, 'next'), { task: 'recipe', advantage: 'treerl-leaf', uncertainty: 'next' }, { independent: [0.5, 0.4, 0.6], trace: [0.5, 0.4, 0.5] });
+      const next = compare(out, ['base', 'next', '--out', 'next.md']);
+      expect(next.status, next.stderr).toBe(0);
+      expect(readFileSync(join(out, 'next.md'), 'utf8')).toContain('Setting changed: `uncertainty`: turn → next. Seeds');
       folder(join(out, 'other'), { task: 'calculator', advantage: 'grpo' }, { trace: [0.5, 0.4, 0.5] });
       const other = compare(out, ['base', 'other']);
       expect(other.status).not.toBe(0);

@@ -9,6 +9,9 @@ import math
 from stats import half_width, mean_interval, paired
 
 BASELINE = "independent"
+# Settings added to `train.Config` after runs were committed, at the value those runs had (each
+# setting's default): a results.json whose config lacks one was made with that value.
+LATER_SETTINGS = {"forest_view": "plain", "uncertainty": "turn"}
 DEFAULT_TRACE = "trace"
 # Independent chains with more tokens per step, by token multiplier.
 CHAINS_BY_TOKENS = {1.0: "independent", 1.5: "independent-1.5x", 2.0: "independent-2x"}

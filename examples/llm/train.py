@@ -57,7 +57,8 @@ class Config:
     # What the TRACE rows send the service: "plain" (a node per generated turn, so identical turns
     # written from one node are siblings with identical embeddings: the committed runs) or "trie"
     # (a node per distinct prefix, `allocator_view.PrefixTrie`: siblings are the different
-    # continuations tried from a node; measured level with "plain", results/tuning/README.md).
+    # continuations tried from a node; level with "plain" for v4 on the recipe task, 5.5 points
+    # worse for v3 on the calculator: results/tuning/README.md, t13).
     forest_view: str = "plain"
     # The uncertainty the TRACE rows send: "turn" (each node's own turn's mean token entropy: the
     # committed runs) or "next" (the mean entropy of the turns written from the node: how unsettled

@@ -165,7 +165,11 @@ def service_checker():
     clients: dict = {}
 
     def check(f, knobs):
-        rule = {"pair": "v4", "always": "v3"}[knobs.get("gate", "always")]
+        other = sorted(set(knobs) - {"gate", "trie", "unc"})
+        if other or knobs.get("gate", "always") not in ("pair", "always"):
+            raise SystemExit("--check: the service has no counterpart of knobs %s (only gate pair or always, trie and unc)"
+                             % ", ".join(other or ["gate=%s" % knobs["gate"]]))
+        rule = "v4" if knobs.get("gate") == "pair" else "v3"
         client = clients.get(rule) or clients.setdefault(rule, AllocatorClient(rule))
         f = PrefixTrie(f) if knobs.get("trie") else f
         a = pack(f, f.nodes[f.nodes[f.roots[0]].children[0]].embedding.shape[0] if f.nodes[f.roots[0]].children else 64, "c",
