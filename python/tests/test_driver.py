@@ -153,3 +153,42 @@ def test_a_stateless_env_that_never_ends_is_still_stopped_by_the_budget(service)
     result = TreeRollout(service, toy.Policy(seed=12), endless, dim=toy.DIM, max_turn_tokens=toy.MAX_TURN).run(
         toy.prompts(2), Budget(tokens=64))
     assert result.tokens_used == 64 and result.finished == ()
+
+
+class TokenEntropyPolicy(toy.Policy):
+    """toy.Policy whose entropy is the mean of (token % 7) / 10 over the tokens returned, so a
+    turn's token-weighted entropy, over however many pieces it came in, is known from its tokens."""
+
+    def __call__(self, requests):
+        return [Turn(tokens=t.tokens, logprobs=t.logprobs, embedding=t.embedding, stopped=t.stopped,
+                     entropy=turn_entropy(t.tokens)) for t in super().__call__(requests)]
+
+
+def turn_entropy(tokens):
+    return sum((x % 7) / 10 for x in tokens) / len(tokens)
+
+
+@pytest.mark.parametrize("concurrency", [None, 3])
+@pytest.mark.parametrize("uncertainty", ["turn", "next"])
+def test_the_service_holds_each_nodes_uncertainty_as_asked(service, uncertainty, concurrency):
+    result = driver(service, TokenEntropyPolicy(seed=11), uncertainty=uncertainty, concurrency=concurrency,
+                    rollouts_per_round=4).run(toy.prompts(3, seed=4), Budget(tokens=150))
+    inner_parents = 0  # nodes below a root with a turn written from them
+    for tree, values in zip(result.trees, result.values):
+        assert values.nodes == len(tree.nodes)
+        assert sum(n.parent == 0 for n in tree.nodes) > 1  # a root gained children over several requests
+        for v, node in enumerate(tree.nodes):
+            children = [c for c, n in enumerate(tree.nodes) if n.parent == v]
+            inner_parents += v > 0 and len(children) > 0
+            if uncertainty == "turn":  # its own turn's entropy; a root has no turn and was sent none
+                want = 0.0 if v == 0 else turn_entropy(node.tokens)
+            else:  # the mean over the turns written from it (each child once), 0 until one is
+                want = sum(turn_entropy(tree.nodes[c].tokens) for c in children) / len(children) if children else 0.0
+            assert values.uncertainty[v] == pytest.approx(want, abs=1e-12), (tree.id, v)
+    assert inner_parents > 0
+
+
+def test_uncertainty_must_be_turn_or_next(service):
+    with pytest.raises(TraceAllocError) as info:
+        driver(service, toy.Policy(seed=1), uncertainty="after")
+    assert info.value.field == "uncertainty"

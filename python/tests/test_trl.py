@@ -301,6 +301,14 @@ def test_a_bad_budget_end_is_refused_naming_the_field(service):
     assert e.value.field == "budget_end" and "cut, finish" in str(e.value)
 
 
+def test_the_uncertainty_option_reaches_the_driver(service):
+    assert rollout_func(service, 10).driver.uncertainty == "turn"
+    assert rollout_func(service, 10, uncertainty="next").driver.uncertainty == "next"
+    with pytest.raises(TraceAllocError) as e:
+        rollout_func(service, 10, uncertainty="after")
+    assert e.value.field == "uncertainty" and "turn, next" in str(e.value)
+
+
 def five_turns(state, turn):
     """Every episode takes exactly five turns (3 tokens each when well-formed): a batch of them
     costs five times its first turns."""

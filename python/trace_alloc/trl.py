@@ -243,7 +243,7 @@ class TraceRolloutFunc:
                  rollouts_per_round: Optional[Callable[[int], int]] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None,
-                 sketch: Optional[TokenSketch] = None, budget_end: str = "finish") -> None:
+                 sketch: Optional[TokenSketch] = None, budget_end: str = "finish", uncertainty: str = "turn") -> None:
         if selection not in SELECTIONS:
             raise TraceAllocError("invalid_options", "selection must be one of %s, got %r" % (", ".join(SELECTIONS), selection),
                                   field="selection")
@@ -269,7 +269,7 @@ class TraceRolloutFunc:
         self.driver = TreeRollout(service, lambda requests: self.generate(requests, self._trainer), step, dim=dim,
                                   max_turn_tokens=max_turn_tokens, min_per_tree=min_per_tree, plan_options=plan_options,
                                   rule=rule, projection=projection, learn=learn, tree_prefix="trl", sketch=sketch,
-                                  budget_end=budget_end, **credit)
+                                  budget_end=budget_end, uncertainty=uncertainty, **credit)
         #: Generated tokens spent past the budgets so far (budget_end="finish"), taken off the next calls' budgets.
         self.excess = 0
         self._last_budget: Optional[int] = None
