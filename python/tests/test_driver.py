@@ -168,24 +168,53 @@ def turn_entropy(tokens):
     return sum((x % 7) / 10 for x in tokens) / len(tokens)
 
 
+def watching_extends(service):
+    """After every `extend`: the uncertainty of every node the service holds, and which nodes the
+    request updated (tree id, node)."""
+    seen = []
+    original = service.extend
+
+    def extend(*args, updates=None, **rest):
+        answer = original(*args, updates=updates, **rest)
+        held = {t.id: t.uncertainty.copy() for t in service.values()}
+        seen.append((held, [(u["tree"], u["node"]) for u in updates or ()]))
+        return answer
+
+    service.extend = extend
+    return seen
+
+
+@pytest.mark.parametrize("budget_end", ["cut", "finish"])
 @pytest.mark.parametrize("concurrency", [None, 3])
 @pytest.mark.parametrize("uncertainty", ["turn", "next"])
-def test_the_service_holds_each_nodes_uncertainty_as_asked(service, uncertainty, concurrency):
-    result = driver(service, TokenEntropyPolicy(seed=11), uncertainty=uncertainty, concurrency=concurrency,
-                    rollouts_per_round=4).run(toy.prompts(3, seed=4), Budget(tokens=150))
-    inner_parents = 0  # nodes below a root with a turn written from them
-    for tree, values in zip(result.trees, result.values):
-        assert values.nodes == len(tree.nodes)
-        assert sum(n.parent == 0 for n in tree.nodes) > 1  # a root gained children over several requests
-        for v, node in enumerate(tree.nodes):
-            children = [c for c, n in enumerate(tree.nodes) if n.parent == v]
-            inner_parents += v > 0 and len(children) > 0
-            if uncertainty == "turn":  # its own turn's entropy; a root has no turn and was sent none
-                want = 0.0 if v == 0 else turn_entropy(node.tokens)
-            else:  # the mean over the turns written from it (each child once), 0 until one is
-                want = sum(turn_entropy(tree.nodes[c].tokens) for c in children) / len(children) if children else 0.0
-            assert values.uncertainty[v] == pytest.approx(want, abs=1e-12), (tree.id, v)
-    assert inner_parents > 0
+def test_the_service_holds_each_nodes_uncertainty_as_asked_after_every_extend(service, uncertainty, concurrency,
+                                                                             budget_end):
+    seen = watching_extends(service)
+    policy = TokenEntropyPolicy(seed=11, malformed=0.3)
+    # rule v1 spreads rollouts over open nodes, so the round driver too starts some below a root
+    result = driver(service, policy, uncertainty=uncertainty, concurrency=concurrency, rollouts_per_round=4,
+                    budget_end=budget_end, rule="v1").run(toy.prompts(3, seed=4), Budget(tokens=151))
+    trees = {t.id: t for t in result.trees}
+
+    def want(tree, v, size):
+        """What node v should hold while its tree has `size` nodes (children come after parents)."""
+        if uncertainty == "turn":  # its own turn's entropy; a root has no turn and was sent none
+            return 0.0 if v == 0 else turn_entropy(tree.nodes[v].tokens)
+        children = [c for c in range(v + 1, size) if tree.nodes[c].parent == v]  # each child once
+        return sum(turn_entropy(tree.nodes[c].tokens) for c in children) / len(children) if children else 0.0
+
+    for held, _ in seen:
+        for tid, u in held.items():
+            assert [round(x, 12) for x in u] == [round(want(trees[tid], v, len(u)), 12) for v in range(len(u))], tid
+    assert [seen[-1][0][t.id].shape[0] for t in result.trees] == [len(t.nodes) for t in result.trees]  # all sent
+    if budget_end == "finish":  # a turn granted less than it needed at the budget's end resumes
+        assert any(r.resumed > 0 for r in policy.requests)  # so some turns came in pieces
+    updated = [node for _, nodes in seen for node in nodes]
+    if uncertainty == "next":
+        assert any(v > 0 for _, v in updated)  # a node below a root gained a child after it was sent
+        assert len(set(updated)) < len(updated)  # a node was updated by more than one extend
+    else:
+        assert updated == []
 
 
 def test_uncertainty_must_be_turn_or_next(service):

@@ -59,15 +59,17 @@ hidden state; `dim` numbers, or `projection`'s input), or, when the generator re
 here (`trace_alloc.sketch.TokenSketch`, width `dim`, default 256). One run uses one kind: a run
 whose turns mix both is refused, since a sibling group would compare a hidden state with a sketch.
 
-**Uncertainty** (`uncertainty`). The input format defines a node's `uncertainty` as how unsettled
-the state is *after* the step. With `"turn"` (the default, what every committed example run
-used) a node is sent the mean entropy of its own turn (`Turn.entropy`, token-weighted over the
-turn's pieces): how unsettled the policy was while writing it. With `"next"` it is sent the
-format's quantity: the mean of its children's turn entropies (each child node once), 0 while no
-turn has been written from it (and at a terminal node); every `extend` then also updates the
-nodes that existed before and gained a child. Measured on examples/llm's calculator task (60
-paired seeds) the two made no separable difference to rule v4's training (−0.2 [−2.1, +1.8]
-points), so the default stays as it was.
+**Uncertainty** (`uncertainty`). A node's `uncertainty` is how unsettled the step still is
+(docs/ALGORITHM.md §1); the simulated tasks give the policy's entropy at the state the step
+led to, i.e. after it. With `"turn"` (the default, what the driver has always sent and what
+examples/trl's committed runs used) a node is sent the mean entropy of its own turn
+(`Turn.entropy`, token-weighted over the turn's pieces): how unsettled the policy was while
+writing it. With `"next"` it is sent the quantity after the step: the mean of its children's turn
+entropies (each child node once), 0 while no turn has been written from it (and at a terminal
+node); every `extend` then also updates the nodes that existed before and gained a child.
+Measured on examples/llm's calculator task (60 paired seeds, where the example computes both
+itself), the two made no separable difference to rule v4's final success (−0.2 [−2.1, +1.8]
+points for "next"), so the default stays as it was.
 
 **Affinity.** Every `Request` names the tree (`tree_id`) and the node its rollout was placed at
 (`start`); `request.affinity` is the stable key `"<tree id>/<start>"`. Rollouts with one key
@@ -105,7 +107,7 @@ Step = Callable[[Any, Tuple[int, ...]], EnvStep]
 #: cut and the run spends its budget plus what those rollouts still generate.
 BUDGET_ENDS = ("cut", "finish")
 #: What a node's `uncertainty` is (module docstring, "Uncertainty"): its own turn's entropy, or the
-#: mean entropy of the turns written from it (the input format's "after the step").
+#: mean entropy of the turns written from it (how unsettled things are after the step).
 UNCERTAINTIES = ("turn", "next")
 
 
@@ -602,19 +604,18 @@ class TreeRollout:
         uncertainty: List[float] = []
         terminal: List[bool] = []
         embedding: List[Any] = []
-        updates: List[Dict[str, Any]] = []
+        first: Dict[int, int] = {}  # per tree: its first node made since the last extend
         for t, nodes in sorted(self._pending.items()):
-            first = len(trees[t].nodes) - len(nodes)  # the pending nodes are the tree's newest, in order
+            first[t] = len(trees[t].nodes) - len(nodes)  # the pending nodes are the tree's newest, in order
             for k, (p, u, done, e) in enumerate(nodes):
                 tree_ids.append(trees[t].id)
                 parent.append(p)
-                uncertainty.append(u if self.uncertainty == "turn" else self._next_uncertainty(t, first + k))
+                uncertainty.append(u if self.uncertainty == "turn" else self._next_uncertainty(t, first[t] + k))
                 terminal.append(done)
                 embedding.append(e)
-            # nodes made in this batch carry their value in their row: only older ones are updated
-            self._changed = {(tt, v) for tt, v in self._changed if tt != t or v < first}
-        for t, v in sorted(self._changed):
-            updates.append({"tree": trees[t].id, "node": v, "uncertainty": self._next_uncertainty(t, v)})
+        # nodes made since the last extend carry their value in their row: only older ones are updated
+        updates = [{"tree": trees[t].id, "node": v, "uncertainty": self._next_uncertainty(t, v)}
+                   for t, v in sorted(self._changed) if v < first[t]]
         self._pending, self._changed = {}, set()
         rollouts = [{"tree": trees[traj.tree].id, "leaf": traj.leaf, "reward": traj.reward}
                     for _, traj in ended if traj.finished]
