@@ -437,6 +437,19 @@ describe('examples/llm: compare.py pairs an ablation folder with its base run by
       const next = compare(out, ['base', 'next', '--out', 'next.md']);
       expect(next.status, next.stderr).toBe(0);
       expect(readFileSync(join(out, 'next.md'), 'utf8')).toContain('Setting changed: `uncertainty`: turn → next. Seeds');
+      // --samplers: a sampler the base ran on fewer seeds (entropy, seed 0 only) no longer shortens the pairing.
+      folder(join(out, 'short'), { task: 'recipe', advantage: 'treerl-leaf' }, { independent: [0.5, 0.4, 0.6], trace: [0.55, 0.45, 0.5], entropy: [0.7] });
+      folder(join(out, 'short-abl'), { task: 'recipe', advantage: 'grpo' }, { independent: [0.5, 0.4, 0.6], trace: [0.5, 0.4, 0.5], entropy: [0.6] });
+      const all = compare(out, ['short', 'short-abl']);
+      expect(all.status, all.stderr).toBe(0);
+      expect(all.stdout).toContain('Seeds 0–0 (1)');
+      const some = compare(out, ['short', 'short-abl', '--samplers', 'independent,trace']);
+      expect(some.status, some.stderr).toBe(0);
+      expect(some.stdout).toContain('Seeds 0–2 (3)');
+      expect(some.stdout).not.toMatch(/^\| entropy /m);
+      const absent = compare(out, ['short', 'short-abl', '--samplers', 'trace,uniform']);
+      expect(absent.status).not.toBe(0);
+      expect(absent.stderr).toContain('--samplers: uniform did not run in both folders');
       folder(join(out, 'other'), { task: 'calculator', advantage: 'grpo' }, { trace: [0.5, 0.4, 0.5] });
       const other = compare(out, ['base', 'other']);
       expect(other.status).not.toBe(0);

@@ -1,13 +1,14 @@
 """Two `run.py` folders that differ in one setting (an ablation), paired by sampler and seed.
 
-    python3 examples/llm/compare.py BASE ABLATION [--out FILE]
+    python3 examples/llm/compare.py BASE ABLATION [--samplers A,B] [--out FILE]
 
 For every sampler both folders ran, on the seeds both ran: each folder's final and mean success,
 mixed-outcome share and step time, and BASE − ABLATION paired by seed; then, within each folder,
 every other sampler against independent chains on those same seeds, so the ablation's effect on
 the comparison the run is about (TRACE against chains) reads off one table. The setting that
 differs is named from the two folders' configs; folders that differ in no setting, or in the
-task, are refused.
+task, are refused. `--samplers` keeps only the named samplers (each must have run in both), so a
+sampler one folder ran on fewer seeds does not shorten the others' pairing.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _fmt(v: dict, sign: bool = True) -> str:
     return f % (100 * v["mean"], 100 * v["ci95"][0], 100 * v["ci95"][1])
 
 
-def compare(base: dict, ablation: dict, names: tuple[str, str]) -> str:
+def compare(base: dict, ablation: dict, names: tuple[str, str], only: list[str] | None = None) -> str:
     if _task(base) != _task(ablation):  # runs made before --task have no task field: the calculator
         raise SystemExit("the two folders trained different tasks (%s, %s)" % (_task(base), _task(ablation)))
     diff = differing_settings({**base["config"], "task": _task(base)}, {**ablation["config"], "task": _task(ablation)})
@@ -56,6 +57,12 @@ def compare(base: dict, ablation: dict, names: tuple[str, str]) -> str:
     samplers = [s for s in dict.fromkeys(x["sampler"] for x in ablation["runs"]) if any(k[0] == s for k in rb)]
     if not samplers:
         raise SystemExit("no sampler ran in both folders")
+    if only is not None:
+        missing = [m for m in only if m not in samplers]
+        if missing:
+            raise SystemExit("--samplers: %s did not run in both folders (both ran: %s)"
+                             % (", ".join(missing), ", ".join(samplers)))
+        samplers = [m for m in samplers if m in only]
     seeds = sorted({k[1] for k in ra if k[0] in samplers} & {k[1] for k in rb if k[0] in samplers})
     seeds = [s for s in seeds if all((m, s) in ra and (m, s) in rb for m in samplers)]
     if not seeds:
@@ -103,12 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("base", type=Path)
     ap.add_argument("ablation", type=Path)
     ap.add_argument("--names", default="base,ablation", help="the two folders' names in the table")
+    ap.add_argument("--samplers", help="only these samplers, comma-separated (default: every one both ran)")
     ap.add_argument("--out", type=Path, help="write the table here (default: standard output)")
     args = ap.parse_args(argv)
     names = tuple(args.names.split(","))
     if len(names) != 2:
         raise SystemExit("--names takes two names, comma-separated")
-    text = compare(load(args.base), load(args.ablation), names)
+    only = None if args.samplers is None else [m for m in args.samplers.split(",") if m]
+    text = compare(load(args.base), load(args.ablation), names, only)
     if args.out:
         args.out.write_text(text)
     else:
