@@ -450,6 +450,14 @@ describe('examples/llm: compare.py pairs an ablation folder with its base run by
       const absent = compare(out, ['short', 'short-abl', '--samplers', 'trace,uniform']);
       expect(absent.status).not.toBe(0);
       expect(absent.stderr).toContain('--samplers: uniform did not run in both folders');
+      // B:A pairs the base's B with the ablation's A: base trace 55, 45, 50 against ablation independent 50, 40, 60
+      // → +5, +5, −10 points: mean 0.0; within each folder, trace − independent (base) and independent − independent (ablation).
+      const cross = compare(out, ['short', 'short-abl', '--samplers', 'independent,trace:independent']);
+      expect(cross.status, cross.stderr).toBe(0);
+      expect(cross.stdout).toContain('Seeds 0–2 (3)');
+      expect(cross.stdout).toMatch(/^\| trace \/ independent \| 50\.0 \[[^\]]+\] \| 50\.0 \[[^\]]+\] \| \+0\.0 \[[^\]]+\] \|/m);
+      expect(cross.stdout).toMatch(/^\| trace \/ independent − independent \| \+0\.0 \[[^\]]+\] \| \+0\.0 \[\+0\.0, \+0\.0\] \|/m);
+      expect(compare(out, ['short', 'short-abl', '--samplers', 'trace:uniform']).stderr).toContain('--samplers: trace:uniform did not run');
       folder(join(out, 'other'), { task: 'calculator', advantage: 'grpo' }, { trace: [0.5, 0.4, 0.5] });
       const other = compare(out, ['base', 'other']);
       expect(other.status).not.toBe(0);

@@ -8,7 +8,9 @@ every other sampler against independent chains on those same seeds, so the ablat
 the comparison the run is about (TRACE against chains) reads off one table. The setting that
 differs is named from the two folders' configs; folders that differ in no setting, or in the
 task, are refused. `--samplers` keeps only the named samplers (each must have run in both), so a
-sampler one folder ran on fewer seeds does not shorten the others' pairing.
+sampler one folder ran on fewer seeds does not shorten the others' pairing; an entry `B:A` pairs
+the base's sampler B with the ablation's sampler A (e.g. `trace:trace-v3`: v3 under the ablated
+setting against v4 under the base's).
 """
 
 from __future__ import annotations
@@ -54,17 +56,21 @@ def compare(base: dict, ablation: dict, names: tuple[str, str], only: list[str] 
     if not diff:
         raise SystemExit("the two folders' runs share every setting: nothing is ablated")
     rb, ra = _runs(base), _runs(ablation)
-    samplers = [s for s in dict.fromkeys(x["sampler"] for x in ablation["runs"]) if any(k[0] == s for k in rb)]
-    if not samplers:
+    in_base = set(k[0] for k in rb)
+    in_ablation = list(dict.fromkeys(x["sampler"] for x in ablation["runs"]))
+    # (base sampler, ablation sampler) pairs: each sampler both ran against itself, or as --samplers names them
+    pairs = [(m, m) for m in in_ablation if m in in_base]
+    if only is None and not pairs:
         raise SystemExit("no sampler ran in both folders")
     if only is not None:
-        missing = [m for m in only if m not in samplers]
+        asked = [tuple(m.split(":", 1)) if ":" in m else (m, m) for m in only]
+        missing = [m for m, (mb, ma) in zip(only, asked) if mb not in in_base or ma not in in_ablation]
         if missing:
-            raise SystemExit("--samplers: %s did not run in both folders (both ran: %s)"
-                             % (", ".join(missing), ", ".join(samplers)))
-        samplers = [m for m in samplers if m in only]
-    seeds = sorted({k[1] for k in ra if k[0] in samplers} & {k[1] for k in rb if k[0] in samplers})
-    seeds = [s for s in seeds if all((m, s) in ra and (m, s) in rb for m in samplers)]
+            raise SystemExit("--samplers: %s did not run in both folders (base ran: %s; ablation ran: %s)"
+                             % (", ".join(missing), ", ".join(sorted(in_base)), ", ".join(in_ablation)))
+        pairs = asked
+    seeds = sorted({k[1] for k in rb} & {k[1] for k in ra})
+    seeds = [s for s in seeds if all((mb, s) in rb and (ma, s) in ra for mb, ma in pairs)]
     if not seeds:
         raise SystemExit("no seed ran every shared sampler in both folders")
     setting = "; ".join("`%s`: %s → %s" % (k, v[0], v[1]) for k, v in diff.items())
@@ -76,24 +82,25 @@ def compare(base: dict, ablation: dict, names: tuple[str, str], only: list[str] 
                  names + names + names + names),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     col = lambda runs, m, key: [runs[(m, s)][key] for s in seeds]  # noqa: E731
-    for m in samplers:
-        fb, fa = col(rb, m, "final_success"), col(ra, m, "final_success")
-        mb, ma = col(rb, m, "mean_success"), col(ra, m, "mean_success")
-        mix = [sum(_mixed_ratio(runs[(m, s)]) for s in seeds) / len(seeds) for runs in (rb, ra)]
-        step = [sum(runs[(m, s)]["step_s"] for s in seeds) / len(seeds) for runs in (rb, ra)]
+    label = lambda mb, ma: mb if mb == ma else "%s / %s" % (mb, ma)  # noqa: E731
+    for mb, ma in pairs:
+        fb, fa = col(rb, mb, "final_success"), col(ra, ma, "final_success")
+        sb, sa = col(rb, mb, "mean_success"), col(ra, ma, "mean_success")
+        mix = [sum(_mixed_ratio(runs[(m, s)]) for s in seeds) / len(seeds) for runs, m in ((rb, mb), (ra, ma))]
+        step = [sum(runs[(m, s)]["step_s"] for s in seeds) / len(seeds) for runs, m in ((rb, mb), (ra, ma))]
         lines.append("| %s | %s | %s | %s | %s | %.1f / %.1f | %.2f / %.2f |" % (
-            m, _fmt(mean_interval(fb), False), _fmt(mean_interval(fa), False), _fmt(paired(fb, fa)),
-            _fmt(paired(mb, ma)), 100 * mix[0], 100 * mix[1], step[0], step[1]))
-    if BASELINE in samplers and len(samplers) > 1:
+            label(mb, ma), _fmt(mean_interval(fb), False), _fmt(mean_interval(fa), False), _fmt(paired(fb, fa)),
+            _fmt(paired(sb, sa)), 100 * mix[0], 100 * mix[1], step[0], step[1]))
+    if (BASELINE, BASELINE) in pairs and len(pairs) > 1:
         lines += ["", "Against independent chains within each folder, same seeds:", "",
                   "| difference | %s: Δ final | %s: Δ final | %s: Δ mean | %s: Δ mean |" % (names + names),
                   "| --- | --- | --- | --- | --- |"]
-        for m in samplers:
-            if m == BASELINE:
+        for mb, ma in pairs:
+            if (mb, ma) == (BASELINE, BASELINE):
                 continue
             cells = [_fmt(paired(col(runs, m, k), col(runs, BASELINE, k)))
-                     for k in ("final_success", "mean_success") for runs in (rb, ra)]
-            lines.append("| %s − %s | %s |" % (m, BASELINE, " | ".join(cells)))
+                     for k in ("final_success", "mean_success") for runs, m in ((rb, mb), (ra, ma))]
+            lines.append("| %s − %s | %s |" % (label(mb, ma), BASELINE, " | ".join(cells)))
     lines += ["", "Step times come from each folder's own runs, made at other times and loads; compare them "
               "within a folder, not across.", "",
               "Commands:", "", "- %s: `%s`" % (names[0], base["command"]),
@@ -110,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("base", type=Path)
     ap.add_argument("ablation", type=Path)
     ap.add_argument("--names", default="base,ablation", help="the two folders' names in the table")
-    ap.add_argument("--samplers", help="only these samplers, comma-separated (default: every one both ran)")
+    ap.add_argument("--samplers", help="only these samplers, comma-separated; B:A pairs the base's B with the "
+                    "ablation's A (default: every sampler both ran, each with itself)")
     ap.add_argument("--out", type=Path, help="write the table here (default: standard output)")
     args = ap.parse_args(argv)
     names = tuple(args.names.split(","))
