@@ -59,16 +59,16 @@ def compare(base: dict, ablation: dict, names: tuple[str, str], only: list[str] 
     in_base = set(k[0] for k in rb)
     in_ablation = list(dict.fromkeys(x["sampler"] for x in ablation["runs"]))
     # (base sampler, ablation sampler) pairs: each sampler both ran against itself, or as --samplers names them
-    pairs = [(m, m) for m in in_ablation if m in in_base]
-    if only is None and not pairs:
-        raise SystemExit("no sampler ran in both folders")
-    if only is not None:
-        asked = [tuple(m.split(":", 1)) if ":" in m else (m, m) for m in only]
-        missing = [m for m, (mb, ma) in zip(only, asked) if mb not in in_base or ma not in in_ablation]
+    if only is None:
+        pairs = [(m, m) for m in in_ablation if m in in_base]
+        if not pairs:
+            raise SystemExit("no sampler ran in both folders")
+    else:
+        pairs = [tuple(m.split(":", 1)) if ":" in m else (m, m) for m in only]
+        missing = [m for m, (mb, ma) in zip(only, pairs) if mb not in in_base or ma not in in_ablation]
         if missing:
             raise SystemExit("--samplers: %s did not run in both folders (base ran: %s; ablation ran: %s)"
                              % (", ".join(missing), ", ".join(sorted(in_base)), ", ".join(in_ablation)))
-        pairs = asked
     seeds = sorted({k[1] for k in rb} & {k[1] for k in ra})
     seeds = [s for s in seeds if all((mb, s) in rb and (ma, s) in ra for mb, ma in pairs)]
     if not seeds:

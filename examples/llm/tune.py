@@ -170,7 +170,9 @@ def service_checker():
             raise SystemExit("--check: the service has no counterpart of knobs %s (only gate pair or always, trie and unc)"
                              % ", ".join(other or ["gate=%s" % knobs["gate"]]))
         rule = "v4" if knobs.get("gate") == "pair" else "v3"
-        client = clients.get(rule) or clients.setdefault(rule, AllocatorClient(rule))
+        if rule not in clients:  # one service per rule, started on first use
+            clients[rule] = AllocatorClient(rule)
+        client = clients[rule]
         f = PrefixTrie(f) if knobs.get("trie") else f
         a = pack(f, f.nodes[f.nodes[f.roots[0]].children[0]].embedding.shape[0] if f.nodes[f.roots[0]].children else 64, "c",
                  uncertainty=knobs.get("unc", "turn"))
