@@ -86,9 +86,10 @@ class AllocatorClient:
         self.forests_sent += 1
         self.nodes_sent.append(int(tree_offset[-1]))
 
-    def plan(self, total_budget: int, min_per_tree: int = 1, scores: bool = False) -> dict:
-        """The plan as the service sent it (JSON shapes, camelCase)."""
-        return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores)
+    def plan(self, total_budget: int, min_per_tree: int = 1, scores: bool = False, **settings) -> dict:
+        """The plan as the service sent it (JSON shapes, camelCase); `settings`: other plan settings
+        (e.g. `contest_gain`), as `trace_alloc.Service.plan_json` passes them on."""
+        return self._client.plan_json(total_budget=total_budget, min_per_tree=min_per_tree, scores=scores, **settings)
 
     def set_params(self, alpha: float, tau: float) -> dict:
         return self._client.request("set-params", alpha=alpha, tau=tau)

@@ -2,7 +2,7 @@
 in process by `proto_alloc` (no service), against independent chains, paired by seed.
 
     python3 examples/llm/tune.py --first-seed 200 --seeds 12 --variants v3,gate-pair --out /tmp/tune
-    python3 examples/llm/tune.py --check --variants gate-pair,v3,trie-v4,v3-next --first-seed 200 --seeds 1 --steps 3   # prototype = the service
+    python3 examples/llm/tune.py --check --variants gate-pair,v3,trie-v4,v3-next,v3-next-k16 --first-seed 200 --seeds 1 --steps 3   # prototype = the service
 
 Variants are named in VARIANTS (knobs over proto_alloc.V3). `--credit treerl-leaf` trains on
 TreeRL's per-leaf credit (a node shared by L finished leaves weighs √L·(GA + LA)).
@@ -25,7 +25,7 @@ import transformers
 import train as T
 from forest import Grower
 from allocator_view import PrefixTrie
-from proto_alloc import plan as proto_plan
+from proto_alloc import V3, plan as proto_plan
 from samplers import interleave
 from stats import mean_interval  # type: ignore
 from tasks import get_task
@@ -84,6 +84,10 @@ VARIANTS = {
     "trie-v4-k16": {"gate": "pair", "trie": True, "kappa": 16.0},
     "trie-v3-k16": {"trie": True, "kappa": 16.0},
     "base9-all-top2-k0": {"gate": "pair", "base": 9.0, "base_where": "all", "base_top": 2, "kappa": 0.0},
+    # t16: v3 with the next turns' entropy and a larger contest gain: more of the budget follows
+    # the uncertainty gaps that v3 counts between failed siblings
+    "v3-next-k8": {"unc": "next", "kappa": 8.0},
+    "v3-next-k16": {"unc": "next", "kappa": 16.0},
 }
 
 STATS: dict[str, dict] = {}
@@ -158,16 +162,17 @@ def service_checker():
     """The service's plan of the same forest, as (node, branches) per tree, under the rule and input
     a variant's knobs stand for: v4 for gate "pair", v3 for the default gate (other gates and knobs
     have no service counterpart); of the forest's prefix trie with `trie`, with the next turns'
-    entropy as the uncertainty with unc="next". So "gate-pair", "v3", "trie-v4", "v3-next" and
-    "gate-pair-next" must match the service exactly."""
+    entropy as the uncertainty with unc="next", with the plan's `contestGain` set to `kappa`. So
+    "gate-pair", "v3", "trie-v4", "v3-next", "gate-pair-next", the κ variants of v3 and v4
+    ("pair-k16", "v3-next-k16", ...) must match the service exactly."""
     from allocator_client import AllocatorClient
     from samplers import pack
     clients: dict = {}
 
     def check(f, knobs):
-        other = sorted(set(knobs) - {"gate", "trie", "unc"})
+        other = sorted(set(knobs) - {"gate", "trie", "unc", "kappa"})
         if other or knobs.get("gate", "always") not in ("pair", "always"):
-            raise SystemExit("--check: the service has no counterpart of knobs %s (only gate pair or always, trie and unc)"
+            raise SystemExit("--check: the service has no counterpart of knobs %s (only gate pair or always, trie, unc and kappa)"
                              % ", ".join(other or ["gate=%s" % knobs["gate"]]))
         rule = "v4" if knobs.get("gate") == "pair" else "v3"
         if rule not in clients:  # one service per rule, started on first use
@@ -178,7 +183,7 @@ def service_checker():
                  uncertainty=knobs.get("unc", "turn"))
         client.sync_forest(a["ids"], a["tree_offset"], a["parent"], a["reward"], a["visits"], a["uncertainty"],
                            a["terminal"], a["embedding"])
-        plan = client.plan(total_budget=2 * len(f.roots), min_per_tree=1)
+        plan = client.plan(total_budget=2 * len(f.roots), min_per_tree=1, contest_gain=knobs.get("kappa", V3["kappa"]))
         out = []
         for tree in plan["trees"]:
             t = int(tree["id"][1:])

@@ -1,7 +1,8 @@
 """Paired differences (points of final success, mean ± 95% t half-width over seeds, * separable)
 between rows of simbase.ts, per (environment, learner):
     python3 examples/llm/results/tuning/t10-sim-base-share/compare.py v4 base1mixed base1 base9 base9mixed base9top2
-The first name is the baseline; each name is NAME.json in this folder."""
+The first name is the baseline; each name is NAME.json in this folder, or in DIR with
+`--dir DIR` (a name may be a path relative to it: `--dir ../t16-sim-gate v4 ../t10-sim-base-share/indep`)."""
 import json
 import sys
 from pathlib import Path
@@ -11,13 +12,13 @@ sys.path.insert(0, str(HERE.parents[2]))
 from stats import mean_interval  # noqa: E402
 
 
-def load(name):
-    return {(r["env"], r["learner"], r["seed"]): r["final"] for r in json.loads((HERE / (name + ".json")).read_text())}
+def load(name, where=HERE):
+    return {(r["env"], r["learner"], r["seed"]): r["final"] for r in json.loads((where / (name + ".json")).read_text())}
 
 
-def main(base, names):
-    b = load(base)
-    rows = {n: load(n) for n in names}
+def main(base, names, where=HERE):
+    b = load(base, where)
+    rows = {n: load(n, where) for n in names}
     print("| environment | learner | " + " | ".join("%s − %s" % (n, base) for n in names) + " |")
     print("|---|---|" + "---|" * len(names))
     for env, learner in sorted({(e, l) for e, l, _ in b}):
@@ -31,4 +32,8 @@ def main(base, names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    args = sys.argv[1:]
+    where = HERE
+    if args[:1] == ["--dir"]:
+        where, args = (HERE / args[1]).resolve(), args[2:]
+    main(args[0], args[1:], where)
