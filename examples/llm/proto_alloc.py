@@ -7,7 +7,8 @@ compares with the default) and adds the candidate changes as knobs:
 
 - `gate`: where an uncertainty gap counts as contest: "always" (v3), "pair" (only in a pair whose
   rewards differ or with an unvisited sibling), "group" (only in a group whose visited rewards
-  differ, or in a pair with an unvisited sibling), "never".
+  differ, or in a pair with an unvisited sibling), "never", "visits" (as "pair", but the gap also
+  counts while either sibling has fewer than `gate_m` visits: "pair" is `gate_m` 1, v3 ∞).
 - `pass`: how a contested fork's pass is split over its kept children: "nu" (v3: w·ν, success
   seen) or "mix" (w·m, m = 4p̂(1−p̂) the chance-of-mixed-outcomes of the child's continuations,
   p̂ its success rate shrunk toward its parent's with prior weight `beta`).
@@ -55,7 +56,7 @@ EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
       "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "base_top": 0, "cost": "branches",
-      "unc": "turn", "trie": False}
+      "unc": "turn", "trie": False, "gate_m": 1}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
@@ -91,6 +92,8 @@ def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
                 du = du if (group_differs or not visited) else 0.0
             elif gate == "never":
                 du = 0.0
+            elif gate == "visits":
+                du = du if (dr > 0 or min(n[i], n[j]) < knobs["gate_m"]) else 0.0
             delta = dr + du
             c = delta / (delta + alpha * d + EPS)
             ui, uj = u[i] + EPS, u[j] + EPS

@@ -88,6 +88,10 @@ VARIANTS = {
     # the uncertainty gaps that v3 counts between failed siblings
     "v3-next-k8": {"unc": "next", "kappa": 8.0},
     "v3-next-k16": {"unc": "next", "kappa": 16.0},
+    # t17: the gate closes only once both siblings have been tried twice (a single failure is
+    # not a dead branch); in the simulations level with v3 on plain trees and near v4 on tries
+    "visits2-next": {"gate": "visits", "gate_m": 2, "unc": "next"},
+    "visits2": {"gate": "visits", "gate_m": 2},
 }
 
 STATS: dict[str, dict] = {}

@@ -2,7 +2,8 @@
 between rows of simbase.ts, per (environment, learner):
     python3 examples/llm/results/tuning/t10-sim-base-share/compare.py v4 base1mixed base1 base9 base9mixed base9top2
 The first name is the baseline; each name is NAME.json in this folder, or in DIR with
-`--dir DIR` (a name may be a path relative to it: `--dir ../t16-sim-gate v4 ../t10-sim-base-share/indep`)."""
+`--dir DIR` (a name may be a path relative to it: `--dir ../t16-sim-gate v4 ../t10-sim-base-share/indep`);
+`a+b` pools the runs of a.json and b.json (made on other seeds) into one row."""
 import json
 import sys
 from pathlib import Path
@@ -13,7 +14,11 @@ from stats import mean_interval  # noqa: E402
 
 
 def load(name, where=HERE):
-    return {(r["env"], r["learner"], r["seed"]): r["final"] for r in json.loads((where / (name + ".json")).read_text())}
+    """NAME.json's runs by (env, learner, seed); `a+b` pools a.json and b.json (other seeds)."""
+    out = {}
+    for part in name.split("+"):
+        out.update({(r["env"], r["learner"], r["seed"]): r["final"] for r in json.loads((where / (part + ".json")).read_text())})
+    return out
 
 
 def main(base, names, where=HERE):
