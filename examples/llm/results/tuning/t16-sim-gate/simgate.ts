@@ -4,7 +4,7 @@
 //   npx tsx $D/simgate.ts 300 20 v3 > $D/v3.json
 //   KAPPA=8 npx tsx $D/simgate.ts 300 20 v3 > $D/v3k8.json   (and KAPPA=16 > v3k16.json)
 //   git apply $D/gate.patch                                (gate variants behind TRACE_GATE; in no released rule)
-//   TRACE_GATE=pos npx tsx $D/simgate.ts 300 20 v4 > $D/pos.json    (and zero, lo, tree)
+//   TRACE_GATE=pos npx tsx $D/simgate.ts 300 20 v4 > $D/gate-pos.json    (and zero, lo, tree, visits2, ...; README.md)
 //   git apply -R $D/gate.patch
 // Prints one JSON array: final success per (environment, learner, seed), trained as eval/sweep.ts
 // trains a tuning seed (tuningConfig: 400 final evaluation episodes). Environment: KAPPA (contest
