@@ -7,20 +7,10 @@
 // trained as eval/sweep.ts trains a tuning seed (tuningConfig: 400 final evaluation episodes).
 // Environment: TRACE_BASE (claim beside the fresh share 1; 0 = v4), TRACE_BASE_TOP (0 = split by
 // u; k = the k nodes of largest u, unforked first), TRACE_BASE_WHERE (all | mixed), ENVS, LEARNERS.
-import { ENVS, type EnvName } from '../../../../../eval/envs/index.js';
 import type { AllocatorName } from '../../../../../eval/allocators/index.js';
 import { tuningConfig } from '../../../../../eval/settings.js';
-import { train, type Learner } from '../../../../../eval/train.js';
+import { train } from '../../../../../eval/train.js';
+import { printSimRows } from '../simrows.js';
 
 const [first, count, allocator] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as AllocatorName];
-const envs = (process.env.ENVS?.split(',') ?? [...ENVS]) as EnvName[];
-const learners = (process.env.LEARNERS ?? 'treerl-leaf,grpo').split(',') as Learner[];
-const out: Array<{ env: string; learner: string; seed: number; final: number }> = [];
-for (const env of envs) {
-  for (const learner of learners) {
-    for (let seed = first; seed < first + count; seed++) {
-      out.push({ env, learner, seed, final: train(tuningConfig(env, learner, seed, allocator)).finalSuccess });
-    }
-  }
-}
-console.log(JSON.stringify(out));
+printSimRows(first, count, (env, learner, seed) => train(tuningConfig(env, learner, seed, allocator)).finalSuccess);

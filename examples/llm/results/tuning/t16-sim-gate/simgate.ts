@@ -6,29 +6,21 @@
 //   git apply $D/gate.patch                                (gate variants behind TRACE_GATE; in no released rule)
 //   TRACE_GATE=pos npx tsx $D/simgate.ts 300 20 v4 > $D/gate-pos.json    (and zero, lo, tree, visits2, ...; README.md)
 //   git apply -R $D/gate.patch
-// Prints one JSON array: final success per (environment, learner, seed), trained as eval/sweep.ts
+// Prints one JSON array (../simrows.ts): final success per (environment, learner, seed), trained as eval/sweep.ts
 // trains a tuning seed (tuningConfig: 400 final evaluation episodes). Environment: KAPPA (contest
 // gain, default 4), TRIE=1 (trie trees: identical actions share a child, as the robustness run), ENVS, LEARNERS.
-import { ENVS, type EnvName } from '../../../../../eval/envs/index.js';
 import { TraceAllocator } from '../../../../../eval/allocators/trace.js';
 import { trainConfig } from '../../../../../eval/settings.js';
-import { train, type Learner } from '../../../../../eval/train.js';
+import { train } from '../../../../../eval/train.js';
+import { printSimRows } from '../simrows.js';
 
 const [first, count, rule] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as 'v3' | 'v4'];
 if (rule !== 'v3' && rule !== 'v4') throw new Error(`rule must be v3 or v4, got ${String(rule)}`);
 const contestGain = Number(process.env.KAPPA ?? 4);
 const merge = process.env.TRIE === '1';
-const envs = (process.env.ENVS?.split(',') ?? [...ENVS]) as EnvName[];
-const learners = (process.env.LEARNERS ?? 'treerl-leaf,grpo').split(',') as Learner[];
-const out: Array<{ env: string; learner: string; seed: number; final: number }> = [];
-for (const env of envs) {
-  for (const learner of learners) {
-    for (let seed = first; seed < first + count; seed++) {
-      // eval/settings.ts tuningConfig, with trie trees under TRIE=1
-      const config = trainConfig(env, learner, 'trace', seed, { evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400 }, { merge });
-      const makeAllocator = (segment: number) => new TraceAllocator({ baseDepth: segment, round: config.round, rule, allocate: { contestGain } });
-      out.push({ env, learner, seed, final: train({ ...config, makeAllocator }).finalSuccess });
-    }
-  }
-}
-console.log(JSON.stringify(out));
+printSimRows(first, count, (env, learner, seed) => {
+  // eval/settings.ts tuningConfig, with trie trees under TRIE=1
+  const config = trainConfig(env, learner, 'trace', seed, { evalEvery: 1000, evalEpisodes: 10, finalEpisodes: 400 }, { merge });
+  const makeAllocator = (segment: number) => new TraceAllocator({ baseDepth: segment, round: config.round, rule, allocate: { contestGain } });
+  return train({ ...config, makeAllocator }).finalSuccess;
+});

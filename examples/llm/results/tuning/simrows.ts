@@ -1,0 +1,18 @@
+// The loop the simulation tuning scripts share (t10-sim-base-share/simbase.ts,
+// t16-sim-gate/simgate.ts): one training run per (environment, learner, seed), the environments
+// and learners narrowed by ENVS and LEARNERS, printed as one JSON array of
+// {env, learner, seed, final} (final success).
+import { ENVS, type EnvName } from '../../../../eval/envs/index.js';
+import type { Learner } from '../../../../eval/train.js';
+
+export function printSimRows(first: number, count: number, finalOf: (env: EnvName, learner: Learner, seed: number) => number): void {
+  const envs = (process.env.ENVS?.split(',') ?? [...ENVS]) as EnvName[];
+  const learners = (process.env.LEARNERS ?? 'treerl-leaf,grpo').split(',') as Learner[];
+  const out: Array<{ env: string; learner: string; seed: number; final: number }> = [];
+  for (const env of envs) {
+    for (const learner of learners) {
+      for (let seed = first; seed < first + count; seed++) out.push({ env, learner, seed, final: finalOf(env, learner, seed) });
+    }
+  }
+  console.log(JSON.stringify(out));
+}
