@@ -7,7 +7,7 @@
 //               midpoint for groups with values beyond 1e30) as f32 triples hi + mid + lo that
 //               hold the float64 value exactly, so a pair's difference is exact to a few f32
 //               ulps of the difference itself however wide the group's values spread; the
-//               visited flag in reward.w; in uncertainty.w the `share` (u + ε) times a per-group
+//               reward class in reward.w (0 unvisited, negative under 2 visits); in uncertainty.w the `share` (u + ε) times a per-group
 //               power of two (max in [1, 2)): v2's split of a pair's contrast is the ratio of
 //               two shares, exact whatever the scale. |stored value| ≤ 1e30, so Δ stays finite.
 //   emb         `stride` scalars per child slot, slot-major, so a group's rows are contiguous.
@@ -24,12 +24,12 @@ struct Params {
   dim: u32,
   gridX: u32,   // workgroups along x: dispatches over 65 535 workgroups fold into 2-D grids
   stride: u32,  // scalars per embedding row (dim, rounded up to even for f16 so rows are 4-byte aligned)
-  rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2, v3 (split by uncertainty); 2: v4 (split, and the uncertainty gate)
+  rule: u32,    // 0: v1 (each pair's response counts fully for both siblings); 1: v2, v3 (split by uncertainty); 2: v4 (split, and the uncertainty gate); 3: v5 (split, and the gate after 2 visits each)
   workBase: u32, // this dispatch's first entry in `work`: every dispatch of a chunk shares one work buffer (and bind group)
 }
 
 struct Feat {
-  reward: vec4<f32>,       // hi, mid, lo, reward class (0 unvisited; equal classes: equal float64 rewards)
+  reward: vec4<f32>,       // hi, mid, lo, reward class (0 unvisited, < 0 under 2 visits; equal |class|: equal float64 rewards)
   uncertainty: vec4<f32>,  // hi, mid, lo, share = (uncertainty + ε)·2^-e, e per group
 }
 
@@ -105,14 +105,15 @@ fn tripleDiff(x: vec3<f32>, y: vec3<f32>) -> f32 {
   return abs((h.x + m.x) + ((h.y + m.y) + (x.z - y.z)));
 }
 
-// Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited. v4's gate: Δu
-// counts only when outcome evidence allows it (one sibling unvisited, or their rewards differ).
+// Feedback difference Δ = Δr + Δu; Δr only when both siblings were visited. The gates: Δu
+// counts only when outcome evidence allows it (v4: one sibling unvisited, or their rewards
+// differ; v5 also while either sibling has fewer than 2 visits, a negative class).
 fn feedbackOf(a: Feat, b: Feat) -> f32 {
   var dr = 0.0;
-  let visited = a.reward.w > 0.0 && b.reward.w > 0.0;
+  let visited = a.reward.w != 0.0 && b.reward.w != 0.0;
   if (visited) {
     dr = tripleDiff(a.reward.xyz, b.reward.xyz);
-    if (P.rule == 2u && a.reward.w == b.reward.w) {
+    if (abs(a.reward.w) == abs(b.reward.w) && (P.rule == 2u || (P.rule == 3u && a.reward.w > 0.0 && b.reward.w > 0.0))) {
       return dr;
     }
   }

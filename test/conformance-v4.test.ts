@@ -210,8 +210,13 @@ describe('the uncertainty gate at its edges (minimal forests, in process)', () =
   it('rewards −0 and 0 are the same float64 number for the gate (as they are for Δr): Δu closed, I = 0, all 16 at the root', () => {
     // The document says "the same float64 number"; −0 and +0 differ in sign bit only. Read as
     // numeric equality, which the CLI follows.
-    const forest = twoSiblings({ visits: 1, reward: -0, uncertainty: 0.1 }, { visits: 1, reward: 0, uncertainty: 0.3 });
-    const { lib, ref, problems } = both(forest, params());
+    // Written by hand: JSON.stringify(-0) is "0", so a forest object holding −0 would reach the library as 0.
+    const text = '{"dim":0,"trees":[{"nodes":[{"parent":-1},{"parent":0,"visits":1,"reward":-0,"uncertainty":0.1},{"parent":0,"visits":1,"reward":0,"uncertainty":0.3}]}]}';
+    const forest = JSON.parse(text) as SpecForest;
+    expect(Object.is(forest.trees[0].nodes[1].reward, -0)).toBe(true);
+    const lib = libraryPlanV3(text, 'json', params(), 'v4');
+    const ref = referencePlanV4(forest, params());
+    const problems = compareV3(lib, forest, params(), ref).problems;
     expect(ref.scores[0].intensity[0]).toBe(0);
     expect(branches(ref.plan.trees[0])).toEqual([[0, 16]]);
     expect(lib.trees[0].groups?.[0].intensity).toBe(0);

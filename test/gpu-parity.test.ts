@@ -43,7 +43,7 @@ function independentScores(forest: PackedForest, params: { alpha: number; tau: n
 }
 
 type Rule = NonNullable<ScoreParams['rule']>;
-const RULES: Rule[] = ['v1', 'v2', 'v3', 'v4'];
+const RULES: Rule[] = ['v1', 'v2', 'v3', 'v4', 'v5'];
 
 /** Knobs of a random forest; the forest itself is built from `seed` so cases stay small to print. */
 interface Case {
@@ -55,6 +55,8 @@ interface Case {
   emb: 'random' | 'near-duplicate' | 'identical' | 'zero' | 'scaled' | 'huge' | 'tiny' | 'mixed' | 'extreme';
   rewards: 'binary' | 'continuous' | 'near-equal' | 'large' | 'offset';
   unvisited: number;
+  /** Visits of a visited node up to this: 3 makes v5's gate (2 visits each) decide often. */
+  maxVisits: number;
   allTerminal: boolean;
   alpha: number;
   tau: number;
@@ -72,6 +74,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   emb: fc.constantFrom('random', 'near-duplicate', 'identical', 'zero', 'scaled', 'huge', 'tiny', 'mixed', 'extreme'),
   rewards: fc.constantFrom('binary', 'continuous', 'near-equal', 'large', 'offset'),
   unvisited: fc.constantFrom(0, 0.3, 1),
+  maxVisits: fc.constantFrom(3, 12),
   allTerminal: fc.boolean(),
   alpha: fc.oneof(fc.constant(1), logUniform(1e-3, 1e3)),
   tau: fc.oneof(fc.constant(0.5), logUniform(1e-2, 1e2)),
@@ -130,7 +133,7 @@ function buildCase(c: Case): PackedForest {
   }
   const r0 = rng.next();
   return forestOf(dim, parents, (row) => {
-    const visits = rng.bernoulli(c.unvisited) ? 0 : rng.int(1, 12);
+    const visits = rng.bernoulli(c.unvisited) ? 0 : rng.int(1, c.maxVisits);
     let reward: number;
     switch (c.rewards) {
       case 'binary': reward = rng.int(0, 1); break;
@@ -235,6 +238,30 @@ gpuDescribe('GPU scores match the float64 reference (SPEC §2 tolerances)', () =
           if (c[row] > 1e-30) expect(Math.abs(g[row] / c[row] - 1), `pair ${t} row ${row}`).toBeLessThan(2e-6);
         }
       });
+    }
+  });
+
+  it('v4 and v5 gate each pair on its visits and its exact reward, on every kernel', async () => {
+    // One pair per tree with equal rewards and different uncertainties, over the visit counts that
+    // decide the gates; rewards 2^-100 apart (unequal, and equal only in their f32 hi part) too.
+    const visitPairs: [number, number][] = [[0, 2], [1, 1], [1, 2], [2, 1], [2, 2], [2, 9], [5, 3]];
+    const rewards: [number, number][] = [[0, 0], [1, 1], [0.5, 0.5 + 2 ** -100]];
+    const cases = rewards.flatMap((r) => visitPairs.map((n) => ({ r, n })));
+    const e = new Float32Array(cases.length * 3 * 2);
+    cases.forEach((_, t) => { e.set([1, 1, 1, 0, 1, 0.05], t * 6); });
+    const forest = forestOf(2, cases.map(() => [-1, 0, 0]), (row) => {
+      const { r, n } = cases[Math.floor(row / 3)], at = (row % 3) - 1;
+      return at < 0 ? { visits: n[0] + n[1] } : { reward: r[at], visits: n[at], uncertainty: at === 0 ? 0.1 : 0.3 };
+    }, e);
+    for (const route of ['staged', 'classic', 'thread', 'workgroup', 'tiled'] as const) {
+      for (const rule of ['v3', 'v4', 'v5'] as const) {
+        const { gpu } = await check(forest, { alpha: 1, tau: 0.5, rule }, route);
+        cases.forEach(({ r, n }, t) => {
+          const fewest = Math.min(n[0], n[1]);
+          const gated = r[0] === r[1] && fewest >= (rule === 'v4' ? 1 : rule === 'v5' ? 2 : Infinity);
+          expect(gpu.intensity[t] === 0, `${route} ${rule} rewards ${r} visits ${n}`).toBe(gated);
+        });
+      }
     }
   });
 

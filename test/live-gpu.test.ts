@@ -66,6 +66,37 @@ gpuDescribe('live forest on the gpu backend', () => {
     );
   });
 
+  it('rule v5: as visits grow past the gate\'s 2 (finished rollouts, updates), scores stay within SPEC tolerance of the float64 v5 scoring, and across switches to v4 and v3', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.constantFrom(0, 1, 3, 8), fc.integer({ min: 1, max: 20 }), fc.boolean(), async (seed, dim, steps, tinyChunks) => {
+        const live = await createLiveForest({ dim, backend: 'gpu', params: { rule: 'v5' }, gpu: { context, ...(tinyChunks ? { maxChunkBytes: 65536, initialSlots: 8 } : {}) } });
+        try {
+          const rng = new Rng(seed);
+          for (const op of randomOps(live, rng, steps)) {
+            await op.apply();
+            expect(live.scoreParams.rule).toBe('v5');
+            if (op.check) await checkLiveAgainstScratch(live, op.check, { exact: false });
+          }
+          // Failed rollouts through random leaves: equal rewards, visits 1 → 2 → 3 (the gate's edge).
+          for (let step = 0; step < 6; step++) {
+            const ids = live.treeIds();
+            if (ids.length === 0) break;
+            const id = ids[rng.int(0, ids.length - 1)];
+            live.finishRollout(id, { leaf: rng.int(0, live.store.slotSize[live.store.slotOf(id)] - 1) }, 0);
+            await checkLiveAgainstScratch(live, { budget: 1 + rng.int(0, 12) }, { exact: false });
+          }
+          for (const rule of ['v4', 'v3', 'v5'] as const) {
+            live.setParams({ rule });
+            await checkLiveAgainstScratch(live, { budget: 7 }, { exact: false });
+          }
+        } finally {
+          live.destroy();
+        }
+      }),
+      { numRuns: 30 },
+    );
+  });
+
   /**
    * A tree whose rewards sit at `offset` plus small steps (exactly representable: multiples of
    * 1/8 below 2^50) and whose embedding rows are scaled by `scale` (some rows by its inverse too).

@@ -32,7 +32,7 @@ describe('allocation rules', () => {
   });
 
   it('the registry names each module by its key, and holds the default', () => {
-    expect(RULES).toEqual(['v1', 'v2', 'v3', 'v4']);
+    expect(RULES).toEqual(['v1', 'v2', 'v3', 'v4', 'v5']);
     expect(RULES).toContain(DEFAULT_RULE);
     for (const rule of RULES) expect(ruleNamed(rule).name).toBe(rule);
   });
@@ -45,10 +45,10 @@ describe('allocation rules', () => {
       for (const [setting, value] of Object.entries(spec.defaults)) expect(resolved[setting as RuleSetting]).toBe(value);
       if (spec.treeFloor.fixed) expect(() => resolveAllocateOptions({ rule, treeFloor: spec.treeFloor.default * 2 })).toThrow(`treeFloor is fixed at ${spec.treeFloor.default} under rule ${rule}`);
       else expect(resolveAllocateOptions({ rule, treeFloor: 0.5 }).treeFloor).toBe(0.5);
-      if (spec.defaults.forkKeep === undefined) expect(() => resolveAllocateOptions({ rule, forkKeep: 0.5 })).toThrow(`forkKeep is a rule v3 and v4 setting; rule ${rule} has none`);
+      if (spec.defaults.forkKeep === undefined) expect(() => resolveAllocateOptions({ rule, forkKeep: 0.5 })).toThrow(`forkKeep is a rule v3, v4 and v5 setting; rule ${rule} has none`);
       else expect(resolveAllocateOptions({ rule, forkKeep: 0.5 }).forkKeep).toBe(0.5);
     }
-    expect(() => resolveAllocateOptions({ rule: 'v9' as never })).toThrow("rule must be 'v1', 'v2', 'v3' or 'v4', got v9");
+    expect(() => resolveAllocateOptions({ rule: 'v9' as never })).toThrow("rule must be 'v1', 'v2', 'v3', 'v4' or 'v5', got v9");
   });
 
   it('the CLI accepts a rule-specific flag exactly under the rules that read it (--widen anywhere, with a notice)', () => {
@@ -61,10 +61,10 @@ describe('allocation rules', () => {
         else expect(run().allocate[setting]).toBe(0.5);
       }
       const floor = () => settings(['--rule', rule, '--tree-floor', '0.5']);
-      if (spec.treeFloor.fixed) expect(floor).toThrow(`--tree-floor belongs to --rule v2, v3 and v4 (the rule is ${rule}, whose q0 is fixed at ${spec.treeFloor.default})`);
+      if (spec.treeFloor.fixed) expect(floor).toThrow(`--tree-floor belongs to --rule v2, v3, v4 and v5 (the rule is ${rule}, whose q0 is fixed at ${spec.treeFloor.default})`);
       else expect(floor().allocate.treeFloor).toBe(0.5);
       expect(settings(['--rule', rule, '--widen', '0.5']).notices).toHaveLength(spec.defaults.widen === undefined ? 1 : 0);
     }
-    expect(() => settings(['--rule', 'v1', '--contest-gain', '1'])).toThrow('--contest-gain belongs to --rule v2, v3 and v4 (the rule is v1)');
+    expect(() => settings(['--rule', 'v1', '--contest-gain', '1'])).toThrow('--contest-gain belongs to --rule v2, v3, v4 and v5 (the rule is v1)');
   });
 });

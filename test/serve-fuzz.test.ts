@@ -24,7 +24,7 @@ const HUGE = 1.7e308;
 
 interface MNode { parent: number; reward: number; visits: number; uncertainty: number; terminal: boolean; embedding: number[] }
 interface MTree { id: string; nodes: MNode[] }
-type Rule = 'v1' | 'v2' | 'v3' | 'v4';
+type Rule = 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
 type Reply = { id: unknown; ok: boolean; result?: any; error?: { code: string; message: string } };
 
 /** The forest as docs/PROTOCOL.md describes it, and the counters `stats` reports. */
@@ -263,7 +263,7 @@ function generator(rng: Rng, model: Model): () => Step {
     const change: Record<string, unknown> = {};
     if (rng.bernoulli(0.6)) change.alpha = pick([model.params.alpha, 0.5, 1, 2, 3.25]);
     if (rng.bernoulli(0.6)) change.tau = pick([model.params.tau, 0.25, 0.5, 1.5]);
-    if (rng.bernoulli(0.3)) change.rule = pick(['v1', 'v2', 'v3', 'v4']);
+    if (rng.bernoulli(0.3)) change.rule = pick(['v1', 'v2', 'v3', 'v4', 'v5']);
     return {
       name: 'set-params', request: { op: 'set-params', ...change }, valid: true,
       apply: () => {

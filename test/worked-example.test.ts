@@ -188,3 +188,51 @@ describe('worked example 3 of docs/ALGORITHM.md: v4 against v3', () => {
     expect(Array.from(allocate(forest, s4, { rule: 'v4' }).branches)).toEqual(Array.from(allocate(forest, s3, { rule: 'v3' }).branches));
   });
 });
+
+// Worked example 4 of docs/ALGORITHM.md: how much evidence closes v5's gate.
+describe('worked example 4 of docs/ALGORITHM.md: v5 against v4 and v3', () => {
+  const plan = (nodes: NodeInput[], rule: 'v3' | 'v4' | 'v5') => {
+    const f = packForest({ dim: 2, trees: [{ id: 'ex4', nodes }] });
+    const s = scoreCpu(f, { rule });
+    const a = allocate(f, s, { rule, budget: 16 });
+    return { s, a, branches: Array.from(a.branches) };
+  };
+  const failedPair = (visits: number): NodeInput[] => [
+    { parent: -1, reward: 0, visits: 2 * visits, embedding: [0, 0] },
+    { parent: 0, reward: 0, visits, uncertainty: 0.1, embedding: [1, 0] },
+    { parent: 0, reward: 0, visits, uncertainty: 0.3, embedding: [1, 0.05] },
+  ];
+  it("worked example 3's failed pair: v5 is v3 with one failed rollout each (root 6, node 2: 10) and v4 with two (root 16)", () => {
+    const once = plan(failedPair(1), 'v5'), twice = plan(failedPair(2), 'v5');
+    expect(Array.from(once.s.contrast)).toEqual(Array.from(plan(failedPair(1), 'v3').s.contrast));
+    expect(once.branches).toEqual([6, 0, 10]);
+    expect(twice.s.intensity[0]).toBe(0);
+    expect(twice.branches).toEqual([16, 0, 0]);
+    for (const rule of ['v3', 'v4'] as const) expect(plan(failedPair(2), rule).branches).toEqual(plan(failedPair(1), rule).branches);
+  });
+  const unequal: NodeInput[] = [
+    { parent: -1, reward: 0, visits: 5, embedding: [0, 0] },
+    { parent: 0, reward: 0, visits: 2, uncertainty: 0.1, embedding: [1, 0] },
+    { parent: 0, reward: 0, visits: 2, uncertainty: 0.3, embedding: [1, 0.05] },
+    { parent: 0, reward: 0, visits: 1, uncertainty: 0.2, embedding: [1, 0.1] },
+  ];
+  it('three failed siblings, one visited once: v3 root 7, B 6, C 3; v4 root 16; v5 gates only A–B and sends 9 below C', () => {
+    const v3 = plan(unequal, 'v3');
+    expect(Array.from(v3.s.contrast.subarray(1), (x) => +x.toFixed(6))).toEqual([0.574483, 1.343973, 1.048058]);
+    expect(Array.from(v3.s.weight.subarray(1), (x) => +x.toFixed(6))).toEqual([0.121386, 0.565639, 0.312975]);
+    expect(+v3.s.intensity[0].toFixed(6)).toBe(0.988838);
+    expect(Array.from(v3.a.mass, (x) => +x.toFixed(4))).toEqual([6.4216, 0, 6.1664, 3.412]);
+    expect(v3.branches).toEqual([7, 0, 6, 3]);
+    const v4 = plan(unequal, 'v4');
+    expect(v4.s.intensity[0]).toBe(0);
+    expect(v4.branches).toEqual([16, 0, 0, 0]);
+    const v5 = plan(unequal, 'v5');
+    expect(Array.from(v5.s.contrast.subarray(1), (x) => +x.toFixed(6))).toEqual([0.32526, 0.596311, 1.048058]);
+    expect(Array.from(v5.s.weight.subarray(1), (x) => +x.toFixed(6))).toEqual([0.143596, 0.246929, 0.609475]);
+    expect(+v5.s.intensity[0].toFixed(6)).toBe(0.656543);
+    expect(Array.from(v5.a.pruned)).toEqual([0, 1, 1, 0]);
+    expect(Array.from(v5.a.mass, (x) => +x.toFixed(4))).toEqual([7.3093, 0, 0, 8.6907]);
+    expect(v5.branches).toEqual([7, 0, 0, 9]);
+    expect([v5.a.depth[0], v5.a.depth[3]]).toEqual([4, 7]);
+  });
+});

@@ -81,7 +81,7 @@ def tied_forest(trees: int, seed: int) -> Dict[str, np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("rule", ["v4", "v3", "v2", "v1"])
+@pytest.mark.parametrize("rule", ["v4", "v5", "v3", "v2", "v1"])
 @pytest.mark.parametrize("cuts", [(0, 7, 13, 24), (0, 0, 5, 24), (0, 24)])
 def test_ranks_together_plan_as_one_service(command, rule, cuts):
     forest = tied_forest(24, seed=3)

@@ -47,7 +47,7 @@ def test_actors_together_plan_as_one_service_and_as_the_torch_distributed_path(r
             add(s, forest_rows(forest, lo, hi))
         with trace_alloc.Service(argv) as whole:
             add(whole, forest)
-            for rule in ("v4", "v3", "v2", "v1"):
+            for rule in ("v4", "v5", "v3", "v2", "v1"):
                 for s in [whole] + ranks:
                     s.request("set-params", rule=rule)
                 for a in actors:

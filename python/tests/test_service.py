@@ -33,8 +33,9 @@ def test_every_operation(service):
     assert service.set_params(rule="v2")["params"]["rule"] == "v2"
     assert service.set_params(rule="v3")["params"]["rule"] == "v3"
     assert service.set_params(rule="v4")["params"]["rule"] == "v4"
+    assert service.set_params(rule="v5")["params"]["rule"] == "v5"
     with pytest.raises(TraceAllocError):
-        service.set_params(rule="v5")
+        service.set_params(rule="v6")
     assert service.stats()["trees"] == 2
     assert service.remove_tree("a")["trees"] == 1
     assert service.remove_trees(["b"]) == {"removed": 1, "trees": 0}

@@ -6,7 +6,7 @@ export { DEFAULT_RULE, RULES, type Rule };
 
 /** Allocation settings (docs/ALGORITHM.md, "Allocation"). Every field is optional. */
 export interface AllocateOptions {
-  /** 'v4' (default), 'v3', 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
+  /** 'v4' (default), 'v5', 'v3', 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
   rule?: Rule;
   /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
   budget?: number | ArrayLike<number>;
@@ -19,15 +19,15 @@ export interface AllocateOptions {
   /** v1 only. λ ∈ [0, 1]: share of an open node's mass kept at the node, scaled by the group intensity. Default 0.5. */
   widen?: number;
   /**
-   * v2 and v3. κ >= 0: how strongly a contested fork draws budget. v2: an open node heading a fork
-   * claims 1 + κ·I. v3: a contested fork emits κ·ψ·I. Default 4.
+   * v2 to v5. κ >= 0: how strongly a contested fork draws budget. v2: an open node heading a fork
+   * claims 1 + κ·I. v3, v4, v5: a contested fork emits κ·ψ·I. Default 4.
    */
   contestGain?: number;
-  /** v3 only. η ∈ [0, 1]: the part of a contested fork's emission kept at the fork itself; the rest goes down to its children. Default 0.25. */
+  /** v3, v4 and v5. η ∈ [0, 1]: the part of a contested fork's emission kept at the fork itself; the rest goes down to its children. Default 0.25. */
   forkKeep?: number;
   /**
-   * v2 and v3. q0 > 0: every live tree's floor in the global split. v2: Q_t = q0 + mean intensity of
-   * its forks, default 0.25; v3: Q_t = q0 + the intensity of its root's fork, default 1 (v1 uses 1e-3).
+   * v2 to v5. q0 > 0: every live tree's floor in the global split. v2: Q_t = q0 + mean intensity of
+   * its forks, default 0.25; v3, v4, v5: Q_t = q0 + the intensity of its root's fork, default 1 (v1 uses 1e-3).
    */
   treeFloor?: number;
   /** D0 (integer >= 1): depth of a node with uniform priority. Default 4. */

@@ -1,4 +1,4 @@
-import { gatesUncertainty, splitsContrast, type ScoreParams } from '../score/types.js';
+import { splitsContrast, uncertaintyGateVisits, type ScoreParams } from '../score/types.js';
 import type { GpuContext } from './context.js';
 import { embStride, OUT_BYTES, WORK_BYTES, type WorkLists } from './layout.js';
 
@@ -301,8 +301,10 @@ function writeParams(at: number, params: ScoreParams, count: number, dim: number
   u[i + 7] = workBase;
 }
 
-/** common.wgsl's `P.rule`: 0 v1 (a pair's response counts fully for both), 1 split by uncertainty (v2, v3), 2 split and v4's uncertainty gate. */
+/** common.wgsl's `P.rule`: 0 v1 (a pair's response counts fully for both), 1 split by uncertainty (v2, v3), 2 split and v4's uncertainty gate, 3 split and v5's. */
 function kernelRuleOf(params: ScoreParams): number {
-  if (gatesUncertainty(params)) return 2;
+  const gateVisits = uncertaintyGateVisits(params);
+  if (gateVisits === 1) return 2;
+  if (gateVisits === 2) return 3;
   return splitsContrast(params) ? 1 : 0;
 }

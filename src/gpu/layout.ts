@@ -183,9 +183,10 @@ const rewardClass = new Map<number, number>();
 
 /**
  * The visited field of each record becomes the child's *reward class*: 0 when unvisited, else
- * 1 + the group position of the first visited sibling with the same float64 reward. Every
- * rule's kernel reads `> 0` as "visited"; v4's uncertainty gate reads "equal classes" as "equal
- * rewards" — exact, where comparing the f32 triples is not for rewards below 2^-78.
+ * 1 + the group position of the first visited sibling with the same float64 reward, negated when
+ * the child has fewer than 2 visits. Every rule's kernel reads `!= 0` as "visited"; the
+ * uncertainty gates read "equal |class|" as "equal rewards" — exact, where comparing the f32
+ * triples is not for rewards below 2^-78 — and v5's reads a positive class as "visited twice".
  */
 function writeRewardClasses(rows: ArrayLike<number>, s0: number, s1: number, reward: ArrayLike<number>, visits: ArrayLike<number>, out: Float32Array, at: number): void {
   if (s1 - s0 < 2) return;
@@ -197,7 +198,7 @@ function writeRewardClasses(rows: ArrayLike<number>, s0: number, s1: number, rew
     const r = reward[row];
     let c = rewardClass.get(r);
     if (c === undefined) { c = 1 + (s - s0); rewardClass.set(r, c); }
-    out[o + 3] = c;
+    out[o + 3] = visits[row] >= 2 ? c : -c;
   }
 }
 

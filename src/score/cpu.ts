@@ -3,7 +3,7 @@ import { ScorerDestroyedError } from '../util/errors.js';
 import { sharedArray } from '../util/shared.js';
 import type { RangeTask } from './task.js';
 import { checkThreads, CpuWorkerPool, defaultThreads, PARALLEL_MIN_COST, scoringCost } from './threads.js';
-import { CONTRAST_EPSILON, gatesUncertainty, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores } from './types.js';
+import { CONTRAST_EPSILON, resolveParams, splitsContrast, type ScoreParams, type Scorer, type Scores, uncertaintyGateVisits } from './types.js';
 
 /** Per-group working memory, sized to the largest group seen and reused across calls. */
 export class CpuScratch {
@@ -111,7 +111,7 @@ export function scoreGroupsCpu(
 ): void {
   const { dim, embedding, reward, visits, uncertainty, groupOffset, groupChild } = forest;
   const { alpha, tau } = params;
-  const split = splitsContrast(params), gate = gatesUncertainty(params);
+  const split = splitsContrast(params), gateVisits = uncertaintyGateVisits(params);
   const contrastOut = out.contrast, weightOut = out.weight, gaOut = out.gradAlpha, gbOut = out.gradTau;
   const pairValues = pairs === undefined ? NO_VALUES : pairs.values;
   for (let g = groupStart; g < groupEnd; g++) {
@@ -155,8 +155,9 @@ export function scoreGroupsCpu(
         if (fill) pairValues[at++] = dist;
         const visited = visits[ri] > 0 && visits[rj] > 0;
         const dr = visited ? Math.abs(reward[ri] - reward[rj]) : 0;
-        // v4: two visited siblings with equal rewards agree; their uncertainty gap is not contest.
-        const counted = !(gate && visited && reward[ri] === reward[rj]);
+        // v4, v5: two siblings with equal rewards and enough visits each agree; their uncertainty
+        // gap is not contest (v4 asks for one visit each, v5 for two; v1-v3 never close it).
+        const counted = !(visited && reward[ri] === reward[rj] && visits[ri] >= gateVisits && visits[rj] >= gateVisits);
         const delta = dr + (counted ? Math.abs(uncertainty[ri] - uncertainty[rj]) : 0);
         const den = delta + alpha * dist + CONTRAST_EPSILON;
         let c = delta / den;

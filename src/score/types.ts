@@ -8,11 +8,12 @@ export interface ScoreParams {
   /** τ > 0: softmax temperature of the priority weights. Default 0.5. */
   tau: number;
   /**
-   * Which rule (docs/ALGORITHM.md): 'v4' (default), 'v3', 'v2' or 'v1'. Scoring differs in how a
-   * pair's contrast is shared (v1 against the others) and in whether an uncertainty gap counts
-   * between siblings whose rewards agree (v4 gates it; v2 and v3 score alike).
+   * Which rule (docs/ALGORITHM.md): 'v4' (default), 'v5', 'v3', 'v2' or 'v1'. Scoring differs in
+   * how a pair's contrast is shared (v1 against the others) and in whether an uncertainty gap
+   * counts between siblings whose rewards agree (v4 gates it once both were visited, v5 once both
+   * were visited twice; v2 and v3 score alike).
    */
-  rule?: 'v1' | 'v2' | 'v3' | 'v4';
+  rule?: 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
 }
 
 export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, tau: 0.5 });
@@ -25,16 +26,17 @@ export const CONTRAST_EPSILON = 1e-6;
  * siblings in proportion to their uncertainty). The one place every backend asks.
  */
 export function splitsContrast(params: Pick<ScoreParams, 'rule'>): boolean {
-  return params.rule === 'v2' || params.rule === 'v3' || params.rule === 'v4';
+  return params.rule === 'v2' || params.rule === 'v3' || params.rule === 'v4' || params.rule === 'v5';
 }
 
 /**
- * Whether `params` select v4's uncertainty gate: in a pair of siblings that were both visited and
- * whose rewards are equal, the uncertainty gap Δu does not count (outcome evidence says they
- * agree). The one place every backend asks.
+ * The evidence the uncertainty gate asks for, in visits: in a pair of siblings whose rewards are
+ * equal and that each have at least this many visits, the uncertainty gap Δu does not count
+ * (outcome evidence says they agree). v4: 1 (both visited); v5: 2 (one failure is not yet a
+ * dead branch); v1, v2, v3: Infinity (Δu always counts). The one place every backend asks.
  */
-export function gatesUncertainty(params: Pick<ScoreParams, 'rule'>): boolean {
-  return params.rule === 'v4';
+export function uncertaintyGateVisits(params: Pick<ScoreParams, 'rule'>): number {
+  return params.rule === 'v4' ? 1 : params.rule === 'v5' ? 2 : Infinity;
 }
 
 export type RealArray = Float64Array | Float32Array;
@@ -77,6 +79,6 @@ export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   if (typeof alpha !== 'number' || !(alpha >= PARAM_MIN && alpha <= PARAM_MAX)) throw new OptionError(`alpha must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${alpha}`);
   if (typeof tau !== 'number' || !(tau >= PARAM_MIN && tau <= PARAM_MAX)) throw new OptionError(`tau must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${tau}`);
   const rule = params?.rule ?? 'v4';
-  if (rule !== 'v1' && rule !== 'v2' && rule !== 'v3' && rule !== 'v4') throw new OptionError(`rule must be 'v1', 'v2', 'v3' or 'v4', got ${String(rule)}`);
+  if (rule !== 'v1' && rule !== 'v2' && rule !== 'v3' && rule !== 'v4' && rule !== 'v5') throw new OptionError(`rule must be 'v1', 'v2', 'v3', 'v4' or 'v5', got ${String(rule)}`);
   return { alpha, tau, rule };
 }

@@ -57,7 +57,7 @@ export function renderTreeView(forest: PackedForest, scores: Scores, allocation:
   };
   const title = options.title ?? 'trace-alloc \u00b7 priority heatmap';
   const o = data.allocation;
-  const ruleSetting = o.rule === 'v1' ? `\u03bb ${o.widen}` : o.rule === 'v3' || o.rule === 'v4' ? `\u03ba ${o.contestGain} \u00b7 \u03b7 ${o.forkKeep}` : `\u03ba ${o.contestGain}`;
+  const ruleSetting = o.rule === 'v1' ? `\u03bb ${o.widen}` : o.rule === 'v3' || o.rule === 'v4' || o.rule === 'v5' ? `\u03ba ${o.contestGain} \u00b7 \u03b7 ${o.forkKeep}` : `\u03ba ${o.contestGain}`;
   const settings = `rule ${o.rule} \u00b7 \u03b1 ${scores.params.alpha} \u00b7 \u03c4 ${scores.params.tau} \u00b7 ${scores.backend} scores \u00b7 budget ${o.budget} \u00b7 `
     + `\u03c1 ${o.pruneRatio} \u00b7 ${ruleSetting} \u00b7 D0 ${o.baseDepth} \u00b7 \u03b3 ${o.depthGain}`;
   const radios = COLOR_METRICS.map((m) => `<label title="${escapeXml(METRIC_LABEL[m])} (key ${m[0]})"><input type="radio" name="metric" value="${m}"${m === metric ? ' checked' : ''}>${m}</label>`).join('');

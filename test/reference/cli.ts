@@ -112,7 +112,7 @@ export interface V3FlagOptions {
   widen?: number;
 }
 
-/** The settings v3 and v4 read, as [flag, value, default] (the same defaults under both rules). */
+/** The settings v3, v4 and v5 read, as [flag, value, default] (the same defaults under all three rules). */
 function contestFlowSettings(p: V3Params): Array<[string, number, number]> {
   // --tree-floor is accepted with a per-tree budget too, where it has no effect.
   return [
@@ -132,6 +132,11 @@ export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
 export function v4Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
   const head = o.rule === 'joined' ? ['--rule=v4'] : o.rule === 'spaced' ? ['--rule', 'v4'] : [];
   return ruleFlags(head, contestFlowSettings(p), p, o);
+}
+
+/** The score flags for a v5 parameter set: `--rule v5` or `--rule=v5` (v5 is not the default rule: 'default' is taken as 'spaced'). */
+export function v5Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
+  return ruleFlags(o.rule === 'joined' ? ['--rule=v5'] : ['--rule', 'v5'], contestFlowSettings(p), p, o);
 }
 
 /** `trace-alloc score FILE --scores --backend cpu [v3 flags]`, parsed; throws with stderr on a non-zero exit. */

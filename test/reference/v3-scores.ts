@@ -1,6 +1,7 @@
 /**
- * Section 2 of docs/ALGORITHM.md ("Scoring") as v3 and v4 read it — σ shared by uncertainty, which
- * the document says v2, v3 and v4 share; v4 with the uncertainty gate (`rule = 'v4'`) — written
+ * Section 2 of docs/ALGORITHM.md ("Scoring") as v3, v4 and v5 read it — σ shared by uncertainty, which
+ * the document says v2–v5 share; v4 with the uncertainty gate (`rule = 'v4'`), v5 with the gate
+ * after repeated evidence (`rule = 'v5'`) — written
  * again from the document alone, this time with its
  * "Numbers at the edges of float64" rules, so that the v3 reference (v3.ts) can take forests
  * with embeddings near 10⁻¹⁷⁰ or 10²⁰⁰, rewards near ±10³⁰⁸ and uncertainties near 10³⁰⁸.
@@ -20,17 +21,24 @@ export const visitsOf = (v: SpecNode): number => v.visits ?? 0;
 export const uncertaintyOf = (v: SpecNode): number => v.uncertainty ?? 0;
 export const isTerminal = (v: SpecNode): boolean => v.terminal ?? false;
 
-/** The rules that score alike up to the uncertainty gate: v3 (v2's scores) and v4 (gated). */
-export type ScoringRule = 'v3' | 'v4';
+/** The rules that score alike up to the uncertainty gate: v3 (v2's scores), v4 (gated) and v5 (gated after repeated evidence). */
+export type ScoringRule = 'v3' | 'v4' | 'v5';
 
 /**
- * The uncertainty gate of v4: a pair whose siblings were both visited and whose rewards are the
- * same float64 number has Δu = 0. "The same float64 number" is read as numeric equality (`===`):
- * −0 and +0 agree, as they do in Δr = |r_i − r_j| = 0 (the document does not say; pinned by a
- * hand case in test/conformance-v4.test.ts).
+ * Whether a pair's uncertainty gap is closed (Δu = 0) under `rule`:
+ *  - v4, "The uncertainty gate (v4)": both siblings were visited (n > 0) and their rewards are the
+ *    same float64 number. "The same float64 number" is read as numeric equality (`===`): −0 and +0
+ *    agree, as they do in Δr = |r_i − r_j| = 0 (pinned by a hand case in test/conformance-v4.test.ts;
+ *    the document now says so in words: "numerically equal float64 values, so −0 equals +0");
+ *  - v5, "The gate after repeated evidence (v5)": "a pair has Δu = 0 when n_i ≥ 2, n_j ≥ 2 and
+ *    r_i = r_j (the same float64 equality)"; a pair in which either sibling has n = 1 or n = 0
+ *    keeps its Δu, as under v3. n is the node's `visits` (an integer: the comparison is exact);
+ *  - v3: never.
  */
 export function gated(i: SpecNode, j: SpecNode, rule: ScoringRule): boolean {
-  return rule === 'v4' && visitsOf(i) > 0 && visitsOf(j) > 0 && rewardOf(i) === rewardOf(j);
+  if (rule === 'v4') return visitsOf(i) > 0 && visitsOf(j) > 0 && rewardOf(i) === rewardOf(j);
+  if (rule === 'v5') return visitsOf(i) >= 2 && visitsOf(j) >= 2 && rewardOf(i) === rewardOf(j);
+  return false;
 }
 
 /** The sibling group of every node (section 1): its children in increasing index order. */
@@ -80,7 +88,7 @@ export function distance(ui: readonly number[] | undefined, uj: readonly number[
 
 /**
  * c_ij = Δ/(Δ + α·d + ε) and ċ_ij = −α·Δ·d/(Δ + α·d + ε)², with Δ = Δr + Δu (Δr only when both
- * siblings were visited; Δu = 0 where v4's gate closes). ċ is evaluated as −(Δ/den)·(α·d/den), which never forms α·Δ·d; when the
+ * siblings were visited; Δu = 0 where the rule's gate closes: v4's or v5's). ċ is evaluated as −(Δ/den)·(α·d/den), which never forms α·Δ·d; when the
  * denominator itself overflows (rewards near ±10³⁰⁸), every term is taken at a quarter of its
  * size: c and ċ are unchanged by a common factor.
  */

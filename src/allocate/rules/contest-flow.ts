@@ -35,7 +35,7 @@ class ContestFlowScratch {
 const scratch = new ContestFlowScratch();
 
 /**
- * The mass of rules v3 and v4 for the tree at rows [lo, hi) (docs/ALGORITHM.md, "v3: a fresh
+ * The mass of rules v3, v4 and v5 for the tree at rows [lo, hi) (docs/ALGORITHM.md, "v3: a fresh
  * share, and forks that earn their budget by contest"). The root claims a fresh share; every
  * contested fork (a reached head of k ≥ 2 children with intensity I > 0) emits κ·ψ·I, keeps η of
  * it for new siblings at the fork and passes the rest to its kept children in proportion to w·ν

@@ -3,11 +3,12 @@ import { v1 } from './v1.js';
 import { v2 } from './v2.js';
 import { v3 } from './v3.js';
 import { v4 } from './v4.js';
+import { v5 } from './v5.js';
 
 /** Every allocation rule by its name (`--rule`, the plan's `params.rule`). A new rule is one file here and one line below. */
-const REGISTRY = { v1, v2, v3, v4 } as const satisfies Record<string, AllocationRule>;
+const REGISTRY = { v1, v2, v3, v4, v5 } as const satisfies Record<string, AllocationRule>;
 
-/** The allocation rule: 'v4' (the default), 'v3', 'v2' or 'v1' (kept exactly for reproducibility). See docs/ALGORITHM.md. */
+/** The allocation rule: 'v4' (the default), 'v5', 'v3', 'v2' or 'v1' (each kept exactly for reproducibility). See docs/ALGORITHM.md. */
 export type Rule = keyof typeof REGISTRY;
 export const RULES: readonly Rule[] = Object.keys(REGISTRY) as Rule[];
 export const DEFAULT_RULE: Rule = 'v4';
@@ -32,7 +33,7 @@ export function ruleList(quote = "'"): string {
   return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`;
 }
 
-/** Names joined as a reader writes them: "v3", "v3 and v4", "v2, v3 and v4". */
+/** Names joined as a reader writes them: "v3", "v3 and v4", "v2, v3, v4 and v5". */
 export function andList(names: readonly string[]): string {
   return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
