@@ -125,17 +125,18 @@ export function equivalenceLine(c: ComputeEquivalence): string {
 /**
  * TRACE v4 across environments for one learner: final success, gaps to independent chains,
  * uniform expansion and knapsack, the ablations' gaps (v4 − no contrast, v4 − outcome
- * disagreement), the rule it replaces (v4 − v3), and the compute-equivalence multiplier.
+ * disagreement), the rule it replaces (v4 − v3), the candidate rule (v5 − v4), and the
+ * compute-equivalence multiplier.
  */
 export function acrossTable(perEnv: ReadonlyArray<{ env: string; bySeed: BySeed }>): string {
   const gap = (bySeed: BySeed, a: string, b: string) => (a in bySeed && b in bySeed ? gapCell(pairedGap(bySeed[a], bySeed[b])) : '—');
   return markdownTable(
-    ['environment', 'v4 success, %', 'v4 − independent', 'v4 − uniform', 'v4 − knapsack', 'v4 − no contrast', 'v4 − outcome', 'v4 − v3', 'chains match v4 at', '≥ 1.5×'],
+    ['environment', 'v4 success, %', 'v4 − independent', 'v4 − uniform', 'v4 − knapsack', 'v4 − no contrast', 'v4 − outcome', 'v4 − v3', 'v5 − v4', 'chains match v4 at', '≥ 1.5×'],
     perEnv.map(({ env, bySeed }) => {
       const c = computeEquivalence(bySeed);
       return [env, 'trace' in bySeed ? fmt(meanCi(bySeed.trace), 1, 100, 0, 1) : '—',
         gap(bySeed, 'trace', 'independent'), gap(bySeed, 'trace', 'uniform'), gap(bySeed, 'trace', 'knapsack'),
-        gap(bySeed, 'trace', 'trace-nocontrast'), gap(bySeed, 'trace', 'trace-outcome'), gap(bySeed, 'trace', 'trace-v3'),
+        gap(bySeed, 'trace', 'trace-nocontrast'), gap(bySeed, 'trace', 'trace-outcome'), gap(bySeed, 'trace', 'trace-v3'), gap(bySeed, 'trace-v5', 'trace'),
         c ? `${c.label}×` : '—', c ? (c.atLeast15 ? 'yes' : 'no') : '—'];
     }),
   );

@@ -17,7 +17,7 @@ if (!haveTorch && !required) {
     + '(pip install -r examples/llm/requirements.txt; CI sets TRACE_ALLOC_REQUIRE_LLM=1 so it cannot skip there)');
 }
 
-const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v3', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
+const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v5', 'trace-v3', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
 const MULTIPLIER: Record<string, number> = { 'independent-1.5x': 1.5, 'independent-2x': 2 };
 
 interface Step {

@@ -20,6 +20,7 @@ LABELS = {
     "uniform": "uniform expansion (Tree-GRPO)",
     "entropy": "entropy forking (TreeRL/ARPO)",
     "trace": "TRACE, library default rule",
+    "trace-v5": "TRACE, rule v5",
     "trace-v3": "TRACE, rule v3",
     "trace-v2": "TRACE, rule v2",
     "trace-learned": "TRACE, default rule, learned α, τ",
@@ -154,7 +155,7 @@ def comparisons(samplers: list[str]) -> list[tuple[str, str]]:
     pairs = [(s, BASELINE) for s in samplers if s != BASELINE and s in have and BASELINE in have]
     for t in (s for s in samplers if s.startswith("trace")):
         pairs += [(t, b) for b in ("uniform", "entropy") if b in have]
-    pairs += [(a, b) for a, b in (("trace", "trace-v3"), ("trace", "trace-v2"), ("trace-learned", "trace")) if a in have and b in have]
+    pairs += [(a, b) for a, b in (("trace-v5", "trace"), ("trace-v5", "trace-v3"), ("trace", "trace-v3"), ("trace", "trace-v2"), ("trace-learned", "trace")) if a in have and b in have]
     pairs += [(DEFAULT_TRACE, c) for c in ("independent-1.5x", "independent-2x") if DEFAULT_TRACE in have and c in have]
     return list(dict.fromkeys(pairs))
 

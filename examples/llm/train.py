@@ -22,10 +22,10 @@ from tasks import CALCULATOR, Task, get_task
 
 # Every sampler spends `tokens_per_step` generated tokens per step, except the compute-equivalence
 # rows: independent chains with 1.5 and 2 times the tokens.
-SAMPLERS = ["independent", "uniform", "entropy", "trace", "trace-v3", "trace-v2", "trace-learned", "independent-1.5x", "independent-2x"]
+SAMPLERS = ["independent", "uniform", "entropy", "trace", "trace-v5", "trace-v3", "trace-v2", "trace-learned", "independent-1.5x", "independent-2x"]
 TOKEN_MULTIPLIERS = {"independent-1.5x": 1.5, "independent-2x": 2.0}
 # The TRACE rows: the rule each passes to the service (None: the library's default rule).
-TRACE_RULES = {"trace": None, "trace-v3": "v3", "trace-v2": "v2", "trace-learned": None}
+TRACE_RULES = {"trace": None, "trace-v5": "v5", "trace-v3": "v3", "trace-v2": "v2", "trace-learned": None}
 MAX_DECODER_GAP = 1e-4  # largest logit difference allowed between decode.Decoder and transformers
 
 

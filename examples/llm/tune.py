@@ -164,21 +164,23 @@ ORIGINAL_UPDATE = T.policy_update
 
 def service_checker():
     """The service's plan of the same forest, as (node, branches) per tree, under the rule and input
-    a variant's knobs stand for: v4 for gate "pair", v3 for the default gate (other gates and knobs
-    have no service counterpart); of the forest's prefix trie with `trie`, with the next turns'
+    a variant's knobs stand for: v4 for gate "pair", v5 for gate "visits" with gate_m 2, v3 for the
+    default gate (other gates and knobs have no service counterpart); of the forest's prefix trie with `trie`, with the next turns'
     entropy as the uncertainty with unc="next", with the plan's `contestGain` set to `kappa`. So
-    "gate-pair", "v3", "trie-v4", "v3-next", "gate-pair-next", the κ variants of v3 and v4
-    ("pair-k16", "v3-next-k16", ...) must match the service exactly."""
+    "gate-pair", "v3", "trie-v4", "v3-next", "gate-pair-next", "visits2", "visits2-next", the κ
+    variants of v3 and v4 ("pair-k16", "v3-next-k16", ...) must match the service exactly."""
     from allocator_client import AllocatorClient
     from samplers import pack
     clients: dict = {}
 
     def check(f, knobs):
-        other = sorted(set(knobs) - {"gate", "trie", "unc", "kappa"})
-        if other or knobs.get("gate", "always") not in ("pair", "always"):
-            raise SystemExit("--check: the service has no counterpart of knobs %s (only gate pair or always, trie, unc and kappa)"
-                             % ", ".join(other or ["gate=%s" % knobs["gate"]]))
-        rule = "v4" if knobs.get("gate") == "pair" else "v3"
+        other = sorted(set(knobs) - {"gate", "gate_m", "trie", "unc", "kappa"})
+        gate = (knobs.get("gate", "always"), knobs.get("gate_m", 1) if knobs.get("gate") == "visits" else None)
+        rules = {("always", None): "v3", ("pair", None): "v4", ("visits", 2): "v5"}
+        if other or gate not in rules:
+            raise SystemExit("--check: the service has no counterpart of knobs %s (only gate pair, always or visits with gate_m 2, "
+                             "trie, unc and kappa)" % ", ".join(other or ["gate=%s gate_m=%s" % gate]))
+        rule = rules[gate]
         if rule not in clients:  # one service per rule, started on first use
             clients[rule] = AllocatorClient(rule)
         client = clients[rule]
