@@ -49,6 +49,7 @@ def merge(into: Path, src: Path) -> dict:
     base.update(
         command=" ; ".join([i["command"] for i in invocations] + ["python3 examples/llm/merge.py %s %s" % (into, src)]),
         invocations=invocations,
+        machine=invocations[-1]["machine"],  # the summary's machine line names the last invocation, as run.py's does
         seeds_asked=max(base.get("seeds_asked", 0), added.get("seeds_asked", 0)),
         decoder_gap=max(r["decoder_gap"] for r in runs),
         runs=runs,

@@ -329,8 +329,9 @@ def markdown(result: dict) -> str:
                   m["loadavg_start"][0], m["loadavg_end"][0], m["wall_s"], m["trace_alloc_commit"])]
     earlier = result.get("invocations", [])[:-1]
     if earlier:
-        lines[-1] += (" That is the last of %d invocations (`--resume`); the earlier ones: %s." % (
-            len(earlier) + 1, "; ".join("wall %.0f s, load %.1f to %.1f, commit %s" % (
+        how = "`--resume` or `merge.py`" if any(i.get("merged_from") for i in result["invocations"]) else "`--resume`"
+        lines[-1] += (" That is the last of %d invocations (%s); the earlier ones: %s." % (
+            len(earlier) + 1, how, "; ".join("wall %.0f s, load %.1f to %.1f, commit %s" % (
                 e["machine"]["wall_s"], e["machine"]["loadavg_start"][0], e["machine"]["loadavg_end"][0],
                 e["machine"]["trace_alloc_commit"]) for e in earlier)))
     lines.append("")
