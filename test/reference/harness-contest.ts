@@ -19,7 +19,13 @@ import type { V3Params, V3Plan, V3Result } from './v3.js';
 export type ForestFormat = 'json' | 'jsonl';
 
 export function forestText(forest: SpecForest, format: ForestFormat): string {
-  return format === 'json' ? JSON.stringify(forest) : forest.trees.map((t) => JSON.stringify(t)).join('\n') + '\n';
+  return format === 'json' ? jsonKeepingNegativeZero(forest) : forest.trees.map((t) => jsonKeepingNegativeZero(t)).join('\n') + '\n';
+}
+
+/** JSON.stringify, except that −0 is written `-0` (JSON.stringify writes it `0`, so a forest drawn with −0 would reach the library as +0). */
+function jsonKeepingNegativeZero(value: unknown): string {
+  const mark = 'trace-alloc:negative-zero';
+  return JSON.stringify(value, (_, v: unknown) => (Object.is(v, -0) ? mark : v)).split(`"${mark}"`).join('-0');
 }
 
 /** The forest as the library reads it back from `text` (the reference reads the very same bytes). */
