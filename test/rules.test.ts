@@ -8,6 +8,7 @@ import { DEFAULT_RULE, RULES, resolveAllocateOptions } from '../src/allocate/opt
 import { ruleNamed } from '../src/allocate/rules/index.js';
 import type { RuleSetting } from '../src/allocate/rules/rule.js';
 import { parseFlags, SCORE_FLAGS, scoreSettings, UsageError } from '../src/cli/flags.js';
+import { SCORE_RULES } from '../src/score/types.js';
 
 const root = join(import.meta.dirname, '..');
 
@@ -33,6 +34,7 @@ describe('allocation rules', () => {
 
   it('the registry names each module by its key, and holds the default', () => {
     expect(RULES).toEqual(['v1', 'v2', 'v3', 'v4', 'v5']);
+    expect(SCORE_RULES).toEqual(RULES); // scoring's own list (src/score sits below src/allocate) names the same rules
     expect(RULES).toContain(DEFAULT_RULE);
     for (const rule of RULES) expect(ruleNamed(rule).name).toBe(rule);
   });

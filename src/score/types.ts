@@ -13,8 +13,12 @@ export interface ScoreParams {
    * counts between siblings whose rewards agree (v4 gates it once both were visited, v5 once both
    * were visited twice; v2 and v3 score alike).
    */
-  rule?: 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
+  rule?: ScoreRule;
 }
+
+/** Every rule scoring knows, in the order messages list them (the allocation registry's names). */
+export const SCORE_RULES = ['v1', 'v2', 'v3', 'v4', 'v5'] as const;
+export type ScoreRule = (typeof SCORE_RULES)[number];
 
 export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, tau: 0.5 });
 
@@ -26,7 +30,7 @@ export const CONTRAST_EPSILON = 1e-6;
  * siblings in proportion to their uncertainty). The one place every backend asks.
  */
 export function splitsContrast(params: Pick<ScoreParams, 'rule'>): boolean {
-  return params.rule === 'v2' || params.rule === 'v3' || params.rule === 'v4' || params.rule === 'v5';
+  return params.rule !== undefined && params.rule !== 'v1';
 }
 
 /**
@@ -79,6 +83,9 @@ export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   if (typeof alpha !== 'number' || !(alpha >= PARAM_MIN && alpha <= PARAM_MAX)) throw new OptionError(`alpha must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${alpha}`);
   if (typeof tau !== 'number' || !(tau >= PARAM_MIN && tau <= PARAM_MAX)) throw new OptionError(`tau must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${tau}`);
   const rule = params?.rule ?? 'v4';
-  if (rule !== 'v1' && rule !== 'v2' && rule !== 'v3' && rule !== 'v4' && rule !== 'v5') throw new OptionError(`rule must be 'v1', 'v2', 'v3', 'v4' or 'v5', got ${String(rule)}`);
+  if (!(SCORE_RULES as readonly unknown[]).includes(rule)) {
+    const names = SCORE_RULES.map((r) => `'${r}'`);
+    throw new OptionError(`rule must be ${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}, got ${String(rule)}`);
+  }
   return { alpha, tau, rule };
 }

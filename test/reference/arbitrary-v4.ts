@@ -16,7 +16,7 @@ const GATE_REWARDS = [0, 1, 0.5, 1 / 3, -0, 0.1 + 0.2, 0.3, -2];
 const GATE_VISITS = [0, 1, 1, 2, 3, 6];
 const GATE_UNCERTAINTY = [0, 0.1, 0.3, 1, 2.5, 0.1, 1e-300, 1.7e308];
 /** κ below the smallest normal float64 (κ·ψ·I then underflows unless carried in logs). */
-const SUBNORMAL_KAPPA = [5e-324, 1e-310, 2e-308];
+export const SUBNORMAL_KAPPA = [5e-324, 1e-310, 2e-308];
 
 interface GatePick {
   /** Take the tree's shared reward (most nodes do: groups that agree). */

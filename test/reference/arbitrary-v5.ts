@@ -12,7 +12,7 @@
  * met with plans that differ between v3 and v4.
  */
 import fc from 'fast-check';
-import { gateCaseArb } from './arbitrary-v4.js';
+import { gateCaseArb, SUBNORMAL_KAPPA } from './arbitrary-v4.js';
 import { deepCaseArb, mixedCaseArb, type V3Case } from './arbitrary-v3.js';
 import type { SpecNode } from './spec.js';
 
@@ -29,7 +29,6 @@ const VISITS = {
 type Evidence = keyof typeof VISITS;
 /** Differing uncertainties (0.1 and 0.3 twice: equal ones occur too), and the edges of float64. */
 const UNCERTAINTY = [0, 0.1, 0.2, 0.3, 1, 2.5, 0.1, 0.3, 1e-300, 1.7e308];
-const SUBNORMAL_KAPPA = [5e-324, 1e-310, 2e-308];
 
 /** Indices into the tables above (visits: taken modulo the evidence's table). */
 interface RepeatPick {
