@@ -37,7 +37,7 @@ describe('trace-alloc score', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const p = plan(r.stdout);
-    expect(p.params).toEqual({ alpha: 1, tau: 0.5, rule: 'v4' });
+    expect(p.params).toEqual({ alpha: 1, tau: 0.5, rule: 'v5' });
     expect(p.trees.map((t) => t.id)).toEqual(['q17', 'done']);
     const [q, done] = p.trees;
     expect(Object.keys(q)).toEqual(['id', 'budget', 'unallocated', 'allocations', 'pruned']);
@@ -51,7 +51,7 @@ describe('trace-alloc score', () => {
     const r = runCli(['score', file, '--scores', '--alpha', '2', '--tau=0.25', '--budget', '7', '--backend', 'cpu']);
     expect(r.code).toBe(0);
     const q = plan(r.stdout).trees[0];
-    expect(plan(r.stdout).params).toEqual({ alpha: 2, tau: 0.25, rule: 'v4' });
+    expect(plan(r.stdout).params).toEqual({ alpha: 2, tau: 0.25, rule: 'v5' });
     expect(q.scores?.map((s) => s.node)).toEqual([1, 2, 3, 4]);
     expect(Object.keys(q.scores![0])).toEqual(['node', 'contrast', 'weight', 'gradAlpha', 'gradTau']);
     expect(q.groups).toEqual([
@@ -137,7 +137,7 @@ describe('trace-alloc demo', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`view      ${view}`);
     expect(readFileSync(view, 'utf8')).toMatch(/^<!doctype html>/i);
-    expect(r.stdout).toMatch(/rule v4 on 64 synthetic rollout trees \(seed 3, dim 64\), scored on cpu/);
+    expect(r.stdout).toMatch(/rule v5 on 64 synthetic rollout trees \(seed 3, dim 64\), scored on cpu/);
     for (const phase of ['generate + pack', 'score (cpu)', 'allocate', 'total']) expect(r.stdout).toContain(phase);
     expect(r.stdout).toMatch(/budget +1,024 rollouts for the whole forest \(--total-budget; 16\.0 per tree on average\): 1,024 placed/);
     expect(r.stdout).toMatch(/forks below the root that received the most rollouts/);

@@ -2,7 +2,7 @@
  * Conformance of the real CLI with an independent float64 reading of TRACE v2
  * (docs/ALGORITHM.md; the reference is test/reference/v2.ts, written from that document alone).
  * The CLI is a black box: `trace-alloc score FILE --scores --backend cpu --rule v2 [flags]`
- * (v3 is the default now; v2 must keep its plans exactly when named).
+ * (v5 is the default now; v2 must keep its plans exactly when named).
  *
  * Scores are held to the float64 contract, 1e-9·max(1, |value|); budgets, `unallocated`,
  * `pruned` and every {node, branches, depth} exactly, except where the reference itself sits
@@ -364,20 +364,20 @@ describe('hand cases, global budget', () => {
 });
 
 describe('the rule the plan names', () => {
-  it('the default is v4: the same plan as --rule v4, and not v2\'s on a contested fork', () => {
+  it('the default is v5: the same plan as --rule v5, and not v2\'s on a contested fork', () => {
     const { file } = writeForest(example2);
     const plain = runCli(['score', file, '--scores', '--backend', 'cpu']);
-    const v4 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v4']);
+    const v5 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v5']);
     const v2 = runCli(['score', file, '--scores', '--backend', 'cpu', '--rule', 'v2']);
-    expect([plain.status, v4.status, v2.status]).toEqual([0, 0, 0]);
-    expect(v4.stdout).toBe(plain.stdout);
+    expect([plain.status, v5.status, v2.status]).toEqual([0, 0, 0]);
+    expect(v5.stdout).toBe(plain.stdout);
     expect(v2.stdout).not.toBe(plain.stdout);
   });
 
   // docs/ALGORITHM.md, "Files and plan fields": "params.rule says which rule made the plan".
-  it('params.rule says v4 by default, and the rule asked for under --rule', () => {
+  it('params.rule says v5 by default, and the rule asked for under --rule', () => {
     const { file } = writeForest(example1);
     const rule = (...flags: string[]) => (JSON.parse(runCli(['score', file, '--backend', 'cpu', ...flags]).stdout) as { params: { rule?: string } }).params.rule;
-    expect([rule(), rule('--rule', 'v3'), rule('--rule', 'v2'), rule('--rule', 'v1')]).toEqual(['v4', 'v3', 'v2', 'v1']);
+    expect([rule(), rule('--rule', 'v4'), rule('--rule', 'v3'), rule('--rule', 'v2'), rule('--rule', 'v1')]).toEqual(['v5', 'v4', 'v3', 'v2', 'v1']);
   });
 });

@@ -1,11 +1,11 @@
 /**
- * Conformance of the library with an independent float64 reading of TRACE v3, the default rule
+ * Conformance of the library with an independent float64 reading of TRACE v3
  * (docs/ALGORITHM.md; the reference is test/reference/v3.ts with v3-scores.ts, written from that
  * document alone). The library is a black box, reached two ways:
  *  - in process through its public API (reference/library-v3.ts: parseForest, scoreCpu, allocate,
  *    planToJson), for the bulk of the random forests: milliseconds each;
- *  - through the CLI, `trace-alloc score FILE --scores --backend cpu [--rule v3 | --rule=v3 | no
- *    rule flag] [flags]`, for the worked examples and a sample of the random forests (flag
+ *  - through the CLI, `trace-alloc score FILE --scores --backend cpu [--rule v3 | --rule=v3]
+ *    [flags]`, for the worked examples and a sample of the random forests (flag
  *    spelling, JSON Lines, --widen ignored).
  *
  * Scores are held to 1e-9·max(1, |value|); budgets, `unallocated`, `pruned` and every

@@ -1,12 +1,12 @@
 /**
- * Conformance of the library with an independent float64 reading of TRACE v4, the default rule
- * (docs/ALGORITHM.md, "v4 (the default): v3's allocation on gated scores"; the reference is
+ * Conformance of the library with an independent float64 reading of TRACE v4
+ * (docs/ALGORITHM.md, "v4: v3's allocation on gated scores"; the reference is
  * test/reference/v4.ts: v3-scores.ts with the uncertainty gate, then v3.ts's allocation, written
  * from that document alone). The library is a black box, reached two ways:
  *  - in process through its public API (reference/library-v3.ts with rule 'v4'), for the bulk of
  *    the random forests;
- *  - through the CLI, `trace-alloc score FILE --scores --backend cpu [no rule flag | --rule v4 |
- *    --rule=v4] [flags]`, for the worked examples and a sample of the random forests.
+ *  - through the CLI, `trace-alloc score FILE --scores --backend cpu [--rule v4 | --rule=v4]
+ *    [flags]`, for the worked examples and a sample of the random forests.
  *
  * Tolerances and ties are v3's (reference/compare-v3.ts, "Precision, ties and refusals"): scores to
  * 1e-9·max(1, |value|), everything discrete exactly except at a documented tie, where the
@@ -87,7 +87,7 @@ function pair(nodes: readonly SpecNode[], i: number, j: number) {
 }
 
 describe('v4 worked examples of docs/ALGORITHM.md, number by number, by the reference and by the CLI', () => {
-  it('example 1 has no pair whose rewards agree: v4 scores and plans it as v3 (root 12, A 3, C 1), by default and with --rule=v4', () => {
+  it('example 1 has no pair whose rewards agree: v4 scores and plans it as v3 (root 12, A 3, C 1), with --rule v4 and --rule=v4', () => {
     const forest: SpecForest = { dim: 2, trees: [{ id: 'ex1', nodes: EXAMPLE_1 }] };
     const ref = referencePlanV4(forest, params());
     const s = ref.scores[0];
@@ -104,7 +104,7 @@ describe('v4 worked examples of docs/ALGORITHM.md, number by number, by the refe
     const want = [{ node: 0, branches: 12, depth: 4 }, { node: 1, branches: 3, depth: 4 }, { node: 3, branches: 1, depth: 3 }];
     expect(ref.plan.trees[0].allocations).toEqual(want);
     expect(ref.plan.trees[0]).toEqual({ ...referencePlanV3(forest, params()).plan.trees[0] });
-    for (const rule of ['default', 'joined'] as const) {
+    for (const rule of ['spaced', 'joined'] as const) {
       const { plan } = cli.plan(forest, v4Flags(params(), { rule }));
       expect(plan.params).toEqual({ alpha: 1, tau: 0.5, rule: 'v4' });
       expect(plan.trees[0].allocations).toEqual(want);
@@ -183,11 +183,11 @@ describe('v4 worked examples of docs/ALGORITHM.md, number by number, by the refe
     expect(a4.tree.allocations).toEqual([{ node: 0, branches: 7, depth: 4 }, { node: 1, branches: 9, depth: 7 }]);
   });
 
-  it('example 3 through the CLI: --rule v3 and the default rule print those plans', () => {
+  it('example 3 through the CLI: --rule v3 and --rule v4 print those plans', () => {
     const ref3 = referencePlanV3(example3, params());
     const ref4 = referencePlanV4(example3, params());
     const got3 = cli.plan(example3, v3Flags(params(), { rule: 'spaced' })).plan;
-    const got4 = cli.plan(example3, v4Flags(params(), { rule: 'default' }), 'jsonl').plan;
+    const got4 = cli.plan(example3, v4Flags(params(), { rule: 'spaced' }), 'jsonl').plan;
     expect(got3.params.rule).toBe('v3');
     expect(got4.params.rule).toBe('v4');
     expect(got3.trees.map(branches)).toEqual([[[0, 6], [2, 10]], [[0, 12], [1, 4]]]);
@@ -360,7 +360,7 @@ describe('the library conforms to the independent v4 reference on random forests
     expect(totals.forests).toBe(RUNS);
   }, 300_000);
 
-  it(`agrees through the CLI on ${CLI_RUNS} more (no rule flag, --rule v4, --rule=v4, explicit defaults, --widen ignored)`, () => {
+  it(`agrees through the CLI on ${CLI_RUNS} more (--rule v4 and --rule=v4, explicit defaults, --widen ignored)`, () => {
     const before = totals.forests;
     fc.assert(fc.property(v4CaseArb, (c) => {
       const { plan, text, args } = cli.plan(c.forest, v4Flags(c.params, { explicit: c.explicit, rule: c.rule, widen: c.widen }), c.format);

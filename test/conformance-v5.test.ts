@@ -1,12 +1,13 @@
 /**
- * Conformance of the library with an independent float64 reading of TRACE v5 (docs/ALGORITHM.md,
- * "v5: v3's allocation on scores gated after repeated evidence"; the reference is
- * test/reference/v5.ts: v3-scores.ts with the gate closed only where both siblings have at least
- * two finished rollouts, then v3.ts's allocation, written from that document alone). The library is
- * a black box, reached two ways:
+ * Conformance of the library with an independent float64 reading of TRACE v5, the default rule
+ * (docs/ALGORITHM.md, "v5 (the default): v3's allocation on scores gated after repeated evidence";
+ * the reference is test/reference/v5.ts: v3-scores.ts with the gate closed only where both
+ * siblings have at least two finished rollouts, then v3.ts's allocation, written from that
+ * document alone). The library is a black box, reached two ways:
  *  - in process through its public API (reference/library-v3.ts with rule 'v5'), for the bulk of
  *    the random forests;
- *  - through the CLI, `trace-alloc score FILE --scores --backend cpu [--rule v5 | --rule=v5] [flags]`,
+ *  - through the CLI, `trace-alloc score FILE --scores --backend cpu [no rule flag | --rule v5 |
+ *    --rule=v5] [flags]`,
  *    for worked example 4 and a sample of the random forests.
  *
  * Tolerances and ties are v3's and v4's (reference/compare-v3.ts, "Precision, ties and refusals"):
@@ -199,11 +200,11 @@ describe('worked example 4 through the library (in process) and the CLI', () => 
     }
   });
 
-  it('--rule v5 and --rule=v5 (JSON Lines) print v5\'s plans (root 6, node 2: 10 | root 16 | root 7, C 9 at depth 7); --rule v3 and the default rule print theirs', () => {
+  it('no rule flag, --rule v5 and --rule=v5 (JSON Lines) print v5\'s plans (root 6, node 2: 10 | root 16 | root 7, C 9 at depth 7); --rule v3 and --rule v4 print theirs', () => {
     const ref5 = referencePlanV5(EXAMPLE_4, params());
-    for (const [rule, format] of [['spaced', 'json'], ['joined', 'jsonl']] as const) {
+    for (const [rule, format] of [['default', 'json'], ['spaced', 'json'], ['joined', 'jsonl']] as const) {
       const { plan, args } = cli.plan(EXAMPLE_4, v5Flags(params(), { rule }), format);
-      expect(args).toContain(rule === 'joined' ? '--rule=v5' : 'v5');
+      expect(args.filter((a) => a.startsWith('--rule'))).toEqual(rule === 'default' ? [] : [rule === 'joined' ? '--rule=v5' : '--rule']);
       expect(plan.params).toEqual({ alpha: 1, tau: 0.5, rule: 'v5' });
       expect(plan.trees.map(branches)).toEqual(WANT_V5);
       expect(plan.trees.map((t) => t.pruned)).toEqual([[1], [], [1, 2]]);
@@ -214,7 +215,7 @@ describe('worked example 4 through the library (in process) and the CLI', () => 
       expect(compareV3(plan, EXAMPLE_4, params(), ref5).problems).toEqual([]);
     }
     const got3 = cli.plan(EXAMPLE_4, v3Flags(params(), { rule: 'spaced' })).plan;
-    const got4 = cli.plan(EXAMPLE_4, v4Flags(params(), { rule: 'default' })).plan;
+    const got4 = cli.plan(EXAMPLE_4, v4Flags(params(), { rule: 'spaced' })).plan;
     expect([got3.params.rule, got4.params.rule]).toEqual(['v3', 'v4']);
     expect(got3.trees.map(branches)).toEqual(WANT_V3);
     expect(got3.trees[2].allocations.map((x) => x.depth)).toEqual([4, 7, 4]);
@@ -327,9 +328,9 @@ describe('the gate after repeated evidence at its edges (minimal forests, in pro
 // ------------------------------------------------------------------ random forests
 
 const totals: TiesFollowed & {
-  forests: number; trees: number; cliForests: number; spaced: number; joined: number;
+  forests: number; trees: number; cliForests: number; default: number; spaced: number; joined: number;
   libSameAsV3: number; libSameAsV4: number; libAtTie: number;
-} = { forests: 0, trees: 0, cliForests: 0, spaced: 0, joined: 0, libSameAsV3: 0, libSameAsV4: 0, libAtTie: 0, budget: 0, prune: 0, rounding: 0, depth: 0 };
+} = { forests: 0, trees: 0, cliForests: 0, default: 0, spaced: 0, joined: 0, libSameAsV3: 0, libSameAsV4: 0, libAtTie: 0, budget: 0, prune: 0, rounding: 0, depth: 0 };
 const holder = referenceHolder('v5', referencePlanV5, totals);
 const { knownCounts, cases: seenCases, refs: seenV5 } = holder;
 const holdToReference = holder.hold;
@@ -392,14 +393,14 @@ describe('the library conforms to the independent v5 reference on random forests
     expect(totals.forests).toBe(RUNS);
   }, 300_000);
 
-  it(`agrees through the CLI on ${CLI_RUNS} more (--rule v5 and --rule=v5 in turn, explicit defaults, --widen ignored)`, () => {
+  it(`agrees through the CLI on ${CLI_RUNS} more (no rule flag, --rule v5 and --rule=v5 in turn, explicit defaults, --widen ignored)`, () => {
     const before = totals.forests;
     let i = 0;
     fc.assert(fc.property(v5CaseArb, (c) => {
-      const rule = i++ % 2 === 0 ? 'spaced' : 'joined';
+      const rule = (['default', 'spaced', 'joined'] as const)[i++ % 3];
       totals[rule]++;
       const { plan, text, args } = cli.plan(c.forest, v5Flags(c.params, { explicit: c.explicit, rule, widen: c.widen }), c.format);
-      expect(args).toContain(rule === 'joined' ? '--rule=v5' : 'v5');
+      expect(args.filter((a) => a.startsWith('--rule'))).toEqual(rule === 'default' ? [] : [rule === 'joined' ? '--rule=v5' : '--rule']);
       holdToReference(c, text, plan, `trace-alloc ${args.join(' ')}`);
       otherRules(c, text);
     }), { numRuns: CLI_RUNS, seed: SEED + 1, endOnFailure: true }); // no shrinking: a Node start per try (the forest is kept)
@@ -453,7 +454,7 @@ describe('the library conforms to the independent v5 reference on random forests
     const asRead = seenCases.map((c, i) => ({ ...c, forest: seenForests[i] }));
     const seen = { ...regimesOf(asRead, seenV5), ...repeatRegimesOf(asRead, seenV5, seenV4, seenV3) };
     console.log(`conformance-v5 coverage over ${seenCases.length} forests: ${JSON.stringify(seen)}`);
-    expect(totals.spaced + totals.joined).toBe(CLI_RUNS);
+    expect(totals.default + totals.spaced + totals.joined).toBe(CLI_RUNS);
     if (SEED !== DEFAULT_SEED || RUNS < DEFAULT_RUNS) return; // the floors are a property of the default draw
     const thin = Object.entries(seen).filter(([, n]) => n < 3).map(([k, n]) => `${k}: ${n}`);
     expect(thin).toEqual([]);

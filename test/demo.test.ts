@@ -83,19 +83,19 @@ describe('trace-alloc demo', () => {
   });
 
   it('compares TRACE with independent chains and uniform expansion at equal environment steps', () => {
-    const rows = [...run.stdout.matchAll(/^ {4}(TRACE v4|independent chains|uniform expansion) +([\d,]+) +([\d.]+)%(.*)$/gm)];
-    expect(rows.map((r) => r[1])).toEqual(['TRACE v4', 'independent chains', 'uniform expansion']);
+    const rows = [...run.stdout.matchAll(/^ {4}(TRACE v5|independent chains|uniform expansion) +([\d,]+) +([\d.]+)%(.*)$/gm)];
+    expect(rows.map((r) => r[1])).toEqual(['TRACE v5', 'independent chains', 'uniform expansion']);
     // 15 training steps of 2,048 environment steps each, the same for every strategy.
     expect(new Set(rows.map((r) => r[2]))).toEqual(new Set(['30,720']));
     for (const r of rows.slice(1)) expect(r[4]).toMatch(/^ +[+-][\d.]+ points \[[+-][\d.]+, [+-][\d.]+\]$/);
     expect(run.stdout).toMatch(new RegExp(`seeds ${SEED}–${SEED + COMPARE_SEEDS - 1}`));
-    expect(run.stdout).toMatch(/On this task, with these seeds, TRACE v4 is (ahead of|behind|not separable from) independent chains.* and (ahead of|behind|not separable from) uniform expansion/);
+    expect(run.stdout).toMatch(/On this task, with these seeds, TRACE v5 is (ahead of|behind|not separable from) independent chains.* and (ahead of|behind|not separable from) uniform expansion/);
   });
 });
 
 describe('the simulated comparison behind the demo', () => {
   const task = (seed: number) => ({ env: mixedPrompts, seed, steps: 2, budgetPerStep: 512, prompts: 16, learningRate: 4, evalEpisodes: 64 });
-  const strategies = [traceStrategy({ alpha: 1, tau: 0.5, rule: 'v4' }), independentChains, uniformExpansion];
+  const strategies = [traceStrategy({ alpha: 1, tau: 0.5, rule: 'v5' }), independentChains, uniformExpansion];
 
   it('spends exactly the budget with every strategy and repeats itself from a seed', () => {
     const first = compareStrategies(strategies, [1, 2], task);

@@ -32,7 +32,7 @@ class Model {
   exists = false;
   dim = 0;
   trees: MTree[] = [];
-  params: { alpha: number; tau: number; rule: Rule } = { alpha: 1, tau: 0.5, rule: 'v4' };
+  params: { alpha: number; tau: number; rule: Rule } = { alpha: 1, tau: 0.5, rule: 'v5' };
   /** Sibling groups to re-score, as "tree id / parent node". */
   dirty = new Set<string>();
   rescores = 0;

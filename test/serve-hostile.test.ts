@@ -264,7 +264,7 @@ describe('serve --stdio process behaviour', () => {
       const plan = JSON.parse(s.lines[2]) as Reply;
       expect(plan).toMatchObject({ id: 'plan', ok: true });
       expect(plan.result.trees).toHaveLength(400);
-      expect(plan.result.params).toEqual({ alpha: 2, tau: 0.5, rule: 'v4' });
+      expect(plan.result.params).toEqual({ alpha: 2, tau: 0.5, rule: 'v5' });
     });
   }
 

@@ -104,7 +104,7 @@ describe('serve protocol (in process)', () => {
 
   it('takes the dimension from the first good tree, and a bad first tree creates no forest', async () => {
     const s = new LiveSession({ backend: 'cpu' });
-    expect((await send(s, { id: 1, op: 'plan' })).result).toEqual({ params: { alpha: 1, tau: 0.5, rule: 'v4' }, trees: [], replanned: [] });
+    expect((await send(s, { id: 1, op: 'plan' })).result).toEqual({ params: { alpha: 1, tau: 0.5, rule: 'v5' }, trees: [], replanned: [] });
     const bad = await send(s, { id: 2, op: 'add-tree', tree: { id: 'x', nodes: [{ embedding: [1, 2, 3] }, { parent: 0, embedding: [1, 2] }] } });
     expect(bad.error).toMatchObject({ code: 'invalid_value', tree: 'x', node: 1, field: 'embedding' });
     expect((await send(s, { id: 3, op: 'stats' })).result.trees).toBe(0);

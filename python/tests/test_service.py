@@ -27,7 +27,7 @@ def test_every_operation(service):
     assert service.plan(total_budget=10, prune_ratio=0.4, changed=True).trees == ()  # nothing changed since
     assert service.plan_json(budget={"a": 2, "b": 3}, trees=["b"])["trees"][0]["budget"] == 3
     assert [t["id"] for t in service.scores(trees=["a"])["trees"]] == ["a"]
-    assert service.set_params(alpha=2.0) == {"params": {"alpha": 2.0, "tau": 0.5, "rule": "v4"}}
+    assert service.set_params(alpha=2.0) == {"params": {"alpha": 2.0, "tau": 0.5, "rule": "v5"}}
     assert service.set_params(rule="v1")["params"]["rule"] == "v1"
     assert service.plan(budget=4).params.rule == "v1"
     assert service.set_params(rule="v2")["params"]["rule"] == "v2"

@@ -539,7 +539,7 @@ class Service:
         return self.request("stats")
 
     def set_params(self, alpha: Optional[float] = None, tau: Optional[float] = None, rule: Optional[str] = None) -> Dict[str, Any]:
-        """Changes α, τ and/or the rule ("v4", "v5", "v3", "v2" or "v1"; the service's default when not given); every group is re-scored."""
+        """Changes α, τ and/or the rule ("v5", "v4", "v3", "v2" or "v1"; the service's default when not given); every group is re-scored."""
         if rule is not None and rule not in RULES:
             raise TraceAllocError("invalid_options", "rule must be one of %s, got %r" % (", ".join('"%s"' % r for r in RULES), rule),
                                   field="rule")

@@ -65,7 +65,7 @@ class TreePlan:
 class Params:
     alpha: float
     tau: float
-    #: "v3" (the default rule), "v2" or "v1"; None from a service too old to say.
+    #: "v5" (the default rule), "v4", "v3", "v2" or "v1"; None from a service too old to say.
     rule: Optional[str] = None
 
 

@@ -6,7 +6,7 @@ export { DEFAULT_RULE, RULES, type Rule };
 
 /** Allocation settings (docs/ALGORITHM.md, "Allocation"). Every field is optional. */
 export interface AllocateOptions {
-  /** 'v4' (default), 'v5', 'v3', 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
+  /** 'v5' (default), 'v4', 'v3', 'v2' or 'v1'. Defaults to the rule the scores were computed with. */
   rule?: Rule;
   /** Per-tree budget B (integer >= 0), one for all trees or one per tree. Default 16. Ignored when `totalBudget` is set. */
   budget?: number | ArrayLike<number>;

@@ -8,7 +8,7 @@ export interface ScoreParams {
   /** τ > 0: softmax temperature of the priority weights. Default 0.5. */
   tau: number;
   /**
-   * Which rule (docs/ALGORITHM.md): 'v4' (default), 'v5', 'v3', 'v2' or 'v1'. Scoring differs in
+   * Which rule (docs/ALGORITHM.md): 'v5' (default), 'v4', 'v3', 'v2' or 'v1'. Scoring differs in
    * how a pair's contrast is shared (v1 against the others) and in whether an uncertainty gap
    * counts between siblings whose rewards agree (v4 gates it once both were visited, v5 once both
    * were visited twice; v2 and v3 score alike).
@@ -82,7 +82,7 @@ export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   const tau = params?.tau ?? DEFAULT_PARAMS.tau;
   if (typeof alpha !== 'number' || !(alpha >= PARAM_MIN && alpha <= PARAM_MAX)) throw new OptionError(`alpha must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${alpha}`);
   if (typeof tau !== 'number' || !(tau >= PARAM_MIN && tau <= PARAM_MAX)) throw new OptionError(`tau must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${tau}`);
-  const rule = params?.rule ?? 'v4';
+  const rule = params?.rule ?? 'v5';
   if (!(SCORE_RULES as readonly unknown[]).includes(rule)) {
     const names = SCORE_RULES.map((r) => `'${r}'`);
     throw new OptionError(`rule must be ${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}, got ${String(rule)}`);

@@ -23,7 +23,7 @@ export function runCli(args: readonly string[], input?: string): CliResult {
 
 /**
  * The score flags for a v1 parameter set; defaults are spelled out only when `explicit` says so.
- * `--rule v1` always: spec.ts is the v1 reference (v3 is the CLI's default rule).
+ * `--rule v1` always: spec.ts is the v1 reference (v5 is the CLI's default rule).
  */
 export function scoreFlags(p: SpecParams, explicit: Partial<Record<keyof SpecParams, boolean>> = {}): string[] {
   const f: string[] = ['--rule', 'v1'];
@@ -128,15 +128,15 @@ export function v3Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
   return ruleFlags(o.rule === 'joined' ? ['--rule=v3'] : ['--rule', 'v3'], contestFlowSettings(p), p, o);
 }
 
-/** The score flags for a v4 parameter set: no --rule flag ('default', v4 is the default), `--rule v4` or `--rule=v4`. */
+/** The score flags for a v4 parameter set: `--rule v4` or `--rule=v4` (v4 is no longer the default rule: 'default' is taken as 'spaced'). */
 export function v4Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
-  const head = o.rule === 'joined' ? ['--rule=v4'] : o.rule === 'spaced' ? ['--rule', 'v4'] : [];
-  return ruleFlags(head, contestFlowSettings(p), p, o);
+  return ruleFlags(o.rule === 'joined' ? ['--rule=v4'] : ['--rule', 'v4'], contestFlowSettings(p), p, o);
 }
 
-/** The score flags for a v5 parameter set: `--rule v5` or `--rule=v5` (v5 is not the default rule: 'default' is taken as 'spaced'). */
+/** The score flags for a v5 parameter set: no --rule flag ('default', v5 is the default), `--rule v5` or `--rule=v5`. */
 export function v5Flags(p: V3Params, o: V3FlagOptions = {}): string[] {
-  return ruleFlags(o.rule === 'joined' ? ['--rule=v5'] : ['--rule', 'v5'], contestFlowSettings(p), p, o);
+  const head = o.rule === 'joined' ? ['--rule=v5'] : o.rule === 'spaced' ? ['--rule', 'v5'] : [];
+  return ruleFlags(head, contestFlowSettings(p), p, o);
 }
 
 /** `trace-alloc score FILE --scores --backend cpu [v3 flags]`, parsed; throws with stderr on a non-zero exit. */

@@ -452,7 +452,7 @@ export function referencePlanV3(forest: SpecForest, p: V3Params): V3Result {
 
 /**
  * v3's allocation (early stop, flow, claims, whole numbers, depth, global split with v3's S_t and
- * q0) on the scores of `rule`: v3's own, or v4's gated ones (ALGORITHM.md "v4 (the default)":
+ * q0) on the scores of `rule`: v3's own, or v4's gated ones (ALGORITHM.md "v4":
  * "v4 allocates exactly as v3 below ... from its own scores").
  */
 export function contestFlowPlan(forest: SpecForest, p: V3Params, rule: ScoringRule): V3Result {

@@ -1,7 +1,6 @@
 /**
- * An independent float64 implementation of TRACE v4, the default rule (docs/ALGORITHM.md, "v4 (the
- * default): v3's allocation on gated scores"), written from that document alone: no code shared
- * with or read from src/.
+ * An independent float64 implementation of TRACE v4 (docs/ALGORITHM.md, "v4: v3's allocation on
+ * gated scores"), written from that document alone: no code shared with or read from src/.
  *
  * The document defines v4 as two pieces, and so does this file:
  *  - its scores are v3's with the uncertainty gate ("Scoring"): a pair whose siblings were both

@@ -1,7 +1,7 @@
 /**
- * An independent float64 implementation of TRACE v5 (docs/ALGORITHM.md, "v5: v3's allocation on
- * scores gated after repeated evidence"), written from that document alone: no code shared with
- * or read from src/.
+ * An independent float64 implementation of TRACE v5, the default rule (docs/ALGORITHM.md, "v5 (the
+ * default): v3's allocation on scores gated after repeated evidence"), written from that document
+ * alone: no code shared with or read from src/.
  *
  * The document defines v5 as v4 was defined, in two pieces, and so does this file:
  *  - its scores are v4's with the gate closed only between siblings that each have at least two

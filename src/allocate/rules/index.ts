@@ -8,10 +8,10 @@ import { v5 } from './v5.js';
 /** Every allocation rule by its name (`--rule`, the plan's `params.rule`). A new rule is one file here and one line below. */
 const REGISTRY = { v1, v2, v3, v4, v5 } as const satisfies Record<string, AllocationRule>;
 
-/** The allocation rule: 'v4' (the default), 'v5', 'v3', 'v2' or 'v1' (each kept exactly for reproducibility). See docs/ALGORITHM.md. */
+/** The allocation rule: 'v5' (the default), 'v4', 'v3', 'v2' or 'v1' (each kept exactly for reproducibility). See docs/ALGORITHM.md. */
 export type Rule = keyof typeof REGISTRY;
 export const RULES: readonly Rule[] = Object.keys(REGISTRY) as Rule[];
-export const DEFAULT_RULE: Rule = 'v4';
+export const DEFAULT_RULE: Rule = 'v5';
 
 export function isRule(name: unknown): name is Rule {
   return typeof name === 'string' && Object.hasOwn(REGISTRY, name);
