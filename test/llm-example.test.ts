@@ -17,7 +17,7 @@ if (!haveTorch && !required) {
     + '(pip install -r examples/llm/requirements.txt; CI sets TRACE_ALLOC_REQUIRE_LLM=1 so it cannot skip there)');
 }
 
-const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v5', 'trace-v3', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
+const SAMPLERS = ['independent', 'uniform', 'entropy', 'trace', 'trace-v5', 'trace-v4', 'trace-v3', 'trace-v2', 'trace-learned', 'independent-1.5x', 'independent-2x'];
 const MULTIPLIER: Record<string, number> = { 'independent-1.5x': 1.5, 'independent-2x': 2 };
 
 interface Step {
@@ -130,6 +130,8 @@ describe.skipIf(!haveTorch && !required)('examples/llm: tree-rollout GRPO on a G
       expect(byName.trace.rule_asked).toBeNull();
       expect(byName.trace.rule).toBe(DEFAULT_RULE);
       expect(byName['trace-learned'].rule).toBe(DEFAULT_RULE);
+      expect(byName['trace-v4'].rule_asked).toBe('v4');
+      expect(byName['trace-v4'].rule).toBe('v4');
       expect(byName['trace-v3'].rule_asked).toBe('v3');
       expect(byName['trace-v3'].rule).toBe('v3');
       expect(byName['trace-v2'].rule_asked).toBe('v2');
@@ -324,11 +326,13 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
         '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('view must be one of trie, plain');
-      // Runs committed before these settings existed were made at their defaults, which compare.py assumes.
+      // Runs committed before these settings existed sent the plain forest and each turn's own
+      // entropy, which compare.py, --resume and merge.py assume; uncertainty's default has moved since.
       expectPythonOk(`import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
 from train import Config
 from report import LATER_SETTINGS
-assert all(getattr(Config(), k) == v for k, v in LATER_SETTINGS.items()), LATER_SETTINGS
+assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn"}, LATER_SETTINGS
+assert Config().forest_view == "plain" and Config().uncertainty == "next"
 print("ok")`);
       const worse = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'uncertainty=before',
         '--out', join(out, 'worse')], { encoding: 'utf8', timeout: 110_000, env });
@@ -369,6 +373,62 @@ print("ok")`);
       expect(read('resumed').runs).toHaveLength(2);
     });
   }, 4 * 110_000 + 20_000); // four run.py spawns, each allowed 110 s (the default 120 s for all four timed out in CI beside a tuning job)
+
+  it('--resume and merge.py keep one rule per row: a row that followed an earlier default rule, or runs from before the uncertainty setting, are not mixed with today\'s', () => {
+    requireLlm();
+    // run.py's resumable and merge.py's merge on hand-written folders (no training): the checks come
+    // before anything is trained or summarised.
+    expectPythonOk(`import sys, json, tempfile, pathlib
+sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+import merge as M
+from run import resumable
+from train import Config
+from dataclasses import asdict
+M.summarize = lambda runs, samplers: None  # summaries are report.py's, tested elsewhere
+now = asdict(Config())
+assert now["uncertainty"] == "next"
+def run(sampler, seed, rule, asked, config):  # as train.py records them: only TRACE rows name a rule
+    rules = {"rule": rule, "rule_asked": asked} if rule else {}
+    return {"sampler": sampler, "seed": seed, **rules, "config": {**config, "seed": seed}, "decoder_gap": 0.0}
+def refused(fn, text):
+    try:
+        fn()
+    except SystemExit as e:
+        assert text in str(e), str(e)
+        return
+    raise AssertionError("accepted; expected: " + text)
+# Runs made before the uncertainty setting existed sent each turn's own entropy ("turn").
+old_cfg = {k: v for k, v in now.items() if k not in ("seed", "uncertainty")}
+old = {"command": "c", "machine": {}, "config": {**old_cfg, "seed": 0},
+       "runs": [run("independent", 0, None, None, old_cfg), run("trace", 0, "v4", None, old_cfg)]}
+out = pathlib.Path("folder")
+refused(lambda: resumable(old, Config(), out), "(uncertainty: turn there, next here)")
+# Under "turn" the settings agree, but its trace row followed the default rule of its day, v4.
+refused(lambda: resumable(old, Config(uncertainty="turn"), out),
+        "seed 0's trace run followed the library's default rule when it was v4; the default is now v5")
+# A row that asked for its rule, or one that followed today's default, is kept.
+asked = {**old, "runs": [run("independent", 0, None, None, old_cfg), run("trace-v4", 0, "v4", "v4", old_cfg), run("trace", 1, "v5", None, old_cfg)]}
+kept, _ = resumable(asked, Config(uncertainty="turn"), out)
+assert kept == asked["runs"]
+# merge.py: FROM's rows are checked against INTO's, not against today's default, and one row name keeps one rule.
+tmp = pathlib.Path(tempfile.mkdtemp())
+def folder(name, runs, config=old_cfg):
+    d = tmp / name
+    d.mkdir()
+    (d / "results.json").write_text(json.dumps({"task": "calculator", "profile": "cpu", "finished": True, "command": name, "machine": {"m": name},
+                                                 "seeds_asked": 1, "config": {**config, "seed": 0}, "runs": runs}))
+    return d
+into = folder("into", old["runs"])
+merged = M.merge(into, folder("v5", [run("trace-v5", 0, "v5", "v5", {**old_cfg, "uncertainty": "turn"})]))
+assert [r["sampler"] for r in merged["runs"]] == ["independent", "trace", "trace-v5"], merged["runs"]
+assert merged["command"].endswith("merge.py %s %s" % (into, tmp / "v5"))
+refused(lambda: M.merge(into, folder("today", [run("trace", 1, "v5", None, {**old_cfg, "uncertainty": "turn"})])),
+        "the trace row ran under rule v4 in one folder and v5 in the other (seed 1)")
+refused(lambda: M.merge(into, folder("next", [run("trace-v5", 1, "v5", "v5", now)], now)),
+        "(uncertainty: next there, turn here)")
+print("ok")
+`);
+  }, 60_000);
 
   it('packs a node\'s turn as trace_alloc.sketch.TokenSketch() of its generated tokens (a root as zeros)', () => {
     if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);

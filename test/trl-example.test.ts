@@ -125,7 +125,7 @@ describe.skipIf(!haveTrl && !required)('examples/trl: GRPO in TRL with TRACE tre
       const code = `
 import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/trl`)})
 from train import resume
-cfg = {"seed": 0, "steps": 2, "learning_rate": 0.0005}
+cfg = {"seed": 0, "steps": 2, "learning_rate": 0.0005, "uncertainty": "next"}
 old = {"config": cfg, "samplers": ["independent", "trace"], "command": "first", "machine": {},
        "runs": [{"seed": 0, "sampler": "independent"}, {"seed": 0, "sampler": "trace"}, {"seed": 1, "sampler": "independent"}]}
 def fresh(**over):
@@ -142,6 +142,20 @@ for over, seeds, names, msg in [({"learning_rate": 0.001}, [2], ["independent"],
         resume(old, fresh(**over), jobs(seeds, names), names); raise AssertionError("accepted: " + msg)
     except SystemExit as e:
         assert msg in str(e), str(e)
+# Runs written before the uncertainty setting existed sent each turn's own entropy: they extend
+# only under uncertainty "turn", not under today's default.
+before = {**old, "config": {k: v for k, v in cfg.items() if k != "uncertainty"}}
+try:
+    resume(before, fresh(), jobs([2], ["independent"]), ["independent"]); raise AssertionError("accepted a turn run under next")
+except SystemExit as e:
+    assert "uncertainty 'turn' (kept) against 'next'" in str(e), str(e)
+resume(before, fresh(uncertainty="turn"), jobs([2], ["independent"]), ["independent"])
+# A kept run that followed an earlier default rule is not extended under today's (rule "" follows the default).
+earlier = {**old, "runs": old["runs"][:1] + [{"seed": 0, "sampler": "trace", "rule": "v4"}]}
+try:
+    resume(earlier, fresh(), jobs([2], ["independent", "trace"]), ["independent", "trace"]); raise AssertionError("accepted a v4 run under v5")
+except SystemExit as e:
+    assert "seed 0's trace run planned under rule v4, the library's default then; the default is now v5" in str(e), str(e)
 print("ok")
 `;
       const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', timeout: 60_000, env });

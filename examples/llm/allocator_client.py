@@ -26,6 +26,15 @@ def service_command(rule: str | None = None) -> list[str]:
     return [node, main, "serve", "--stdio", "--backend", "cpu"] + (["--rule", rule] if rule else [])
 
 
+def default_rule() -> str:
+    """The rule a service started without `--rule` uses (the library's default), asked of one."""
+    client = _load_package().Service(service_command())
+    try:
+        return client.request("plan")["params"]["rule"]
+    finally:
+        client.close()
+
+
 def _load_package():
     """The repository's `python/` package (or an installed `trace_alloc` when this file runs elsewhere)."""
     local = REPO / "python"

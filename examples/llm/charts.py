@@ -7,7 +7,7 @@ from pathlib import Path
 from report import LABELS
 
 COLORS = {"independent": "#1f77b4", "uniform": "#ff7f0e", "entropy": "#9467bd", "trace": "#2ca02c",
-          "trace-v5": "#17becf", "trace-v3": "#e377c2", "trace-v2": "#8c564b", "trace-learned": "#d62728", "independent-1.5x": "#6baed6", "independent-2x": "#08306b"}
+          "trace-v5": "#17becf", "trace-v4": "#bcbd22", "trace-v3": "#e377c2", "trace-v2": "#8c564b", "trace-learned": "#d62728", "independent-1.5x": "#6baed6", "independent-2x": "#08306b"}
 DASHED = {"independent-1.5x", "independent-2x"}  # the compute-equivalence rows
 W, H, L, R, T, B = 720, 420, 60, 260, 40, 50
 

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from report import summarize  # noqa: E402
+from report import LATER_SETTINGS, summarize  # noqa: E402
 from run import report, resumable  # noqa: E402
 from train import Config  # noqa: E402
 
@@ -31,10 +31,19 @@ def merge(into: Path, src: Path) -> dict:
     added = json.loads((src / "results.json").read_text())
     if base.get("task") != added.get("task") or base.get("profile") != added.get("profile"):
         raise SystemExit("%s and %s ran different tasks or profiles" % (into, src))
-    settings = {k: v for k, v in base["config"].items() if k != "seed"}
+    # A folder written before a setting existed ran it as LATER_SETTINGS says.
+    had = {**LATER_SETTINGS, **base["config"]}
+    settings = {k: v for k, v in had.items() if k != "seed"}
     # Every run of both folders against INTO's settings, as run.py --resume checks a kept run.
-    resumable(base, Config(seed=base["config"]["seed"], **settings), into)
-    resumable(added, Config(seed=base["config"]["seed"], **settings), src)
+    resumable(base, Config(seed=base["config"]["seed"], **settings), into, default_rows=False)
+    resumable(added, Config(seed=base["config"]["seed"], **settings), src, default_rows=False)
+    # One row name, one rule: a row that follows the library's default ran under whatever rule
+    # that was, and the two folders may have run at either side of a change of default.
+    rules: dict[str, str] = {}
+    for r in base["runs"] + added["runs"]:
+        if rules.setdefault(r["sampler"], r.get("rule")) != r.get("rule"):
+            raise SystemExit("the %s row ran under rule %s in one folder and %s in the other (seed %d)" % (
+                r["sampler"], rules[r["sampler"]], r.get("rule"), r["seed"]))
     have = {(r["seed"], r["sampler"]) for r in base["runs"]}
     both = sorted(p for p in ((r["seed"], r["sampler"]) for r in added["runs"]) if p in have)
     if both:

@@ -9,8 +9,9 @@ import math
 from stats import half_width, mean_interval, paired
 
 BASELINE = "independent"
-# Settings added to `train.Config` after runs were committed, at the value those runs had (each
-# setting's default): a results.json whose config lacks one was made with that value.
+# Settings added to `train.Config` after runs were committed, at the value those runs had: a
+# results.json whose config lacks one was made with that value (uncertainty's default has since
+# moved to "next", with rule v5).
 LATER_SETTINGS = {"forest_view": "plain", "uncertainty": "turn"}
 DEFAULT_TRACE = "trace"
 # Independent chains with more tokens per step, by token multiplier.
@@ -21,6 +22,7 @@ LABELS = {
     "entropy": "entropy forking (TreeRL/ARPO)",
     "trace": "TRACE, library default rule",
     "trace-v5": "TRACE, rule v5",
+    "trace-v4": "TRACE, rule v4",
     "trace-v3": "TRACE, rule v3",
     "trace-v2": "TRACE, rule v2",
     "trace-learned": "TRACE, default rule, learned α, τ",
@@ -155,7 +157,7 @@ def comparisons(samplers: list[str]) -> list[tuple[str, str]]:
     pairs = [(s, BASELINE) for s in samplers if s != BASELINE and s in have and BASELINE in have]
     for t in (s for s in samplers if s.startswith("trace")):
         pairs += [(t, b) for b in ("uniform", "entropy") if b in have]
-    pairs += [(a, b) for a, b in (("trace-v5", "trace"), ("trace-v5", "trace-v3"), ("trace", "trace-v3"), ("trace", "trace-v2"), ("trace-learned", "trace")) if a in have and b in have]
+    pairs += [(a, b) for a, b in (("trace-v5", "trace"), ("trace-v5", "trace-v3"), ("trace", "trace-v4"), ("trace-v5", "trace-v4"), ("trace-v4", "trace-v3"), ("trace", "trace-v3"), ("trace", "trace-v2"), ("trace-learned", "trace")) if a in have and b in have]
     pairs += [(DEFAULT_TRACE, c) for c in ("independent-1.5x", "independent-2x") if DEFAULT_TRACE in have and c in have]
     return list(dict.fromkeys(pairs))
 

@@ -31,9 +31,9 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from allocator_client import service_command  # noqa: E402
+from allocator_client import default_rule, service_command  # noqa: E402
 from charts import write_charts  # noqa: E402
-from report import markdown, summarize  # noqa: E402
+from report import LATER_SETTINGS, markdown, summarize  # noqa: E402
 from tasks import TASKS, get_task  # noqa: E402
 from train import SAMPLERS, Config, run_seed  # noqa: E402
 
@@ -204,14 +204,16 @@ def main() -> int:
     return write(runs, final=True)
 
 
-def resumable(previous: dict, config: Config, out: Path) -> tuple[list[dict], list[dict]]:
+def resumable(previous: dict, config: Config, out: Path, default_rows: bool = True) -> tuple[list[dict], list[dict]]:
     """The runs of an earlier results.json that a resumed run keeps, and the invocations that made
     them. Every kept run must have been trained with this run's settings (all but the seed):
-    runs under other settings are not the same experiment, and mixing them would pair them."""
+    runs under other settings are not the same experiment, and mixing them would pair them. With
+    `default_rows`, the rows that follow the library's default rule must have followed the one in
+    force now (merge.py checks the two folders against each other instead)."""
     want = {k: v for k, v in asdict(config).items() if k != "seed"}
-    # A setting added after a run was made is read at its default there: a new setting's default
-    # is the behaviour runs had before it existed (forest_view "plain", for instance).
-    default = asdict(Config())
+    # A setting added after a run was made is read as the behaviour runs had before it existed:
+    # LATER_SETTINGS (uncertainty "turn", whose default has moved), else its default.
+    default = {**asdict(Config()), **LATER_SETTINGS}
     for r in previous["runs"]:
         had = {k: v for k, v in {**{k: default[k] for k in default if k not in r["config"]}, **r["config"]}.items() if k != "seed"}
         diff = sorted(k for k in set(want) | set(had) if want.get(k) != had.get(k))
@@ -219,6 +221,15 @@ def resumable(previous: dict, config: Config, out: Path) -> tuple[list[dict], li
             raise SystemExit("--resume: %s: seed %d's %s run was trained with other settings (%s: %s there, %s here); "
                              "use another --out" % (out / "results.json", r["seed"], r["sampler"], diff[0],
                                                     had.get(diff[0]), want.get(diff[0])))
+    # A row that asks for no rule follows the library's default, which has changed (v3, v4, v5):
+    # its kept runs and its new ones would be different rules under one name.
+    following = [r for r in previous["runs"] if default_rows and "rule_asked" in r and r["rule_asked"] is None]
+    now = default_rule() if following else None
+    for r in following:
+        if r["rule"] != now:
+            raise SystemExit("--resume: %s: seed %d's %s run followed the library's default rule when it was %s; "
+                             "the default is now %s, so new runs of that row would not be the same experiment; "
+                             "use another --out" % (out / "results.json", r["seed"], r["sampler"], r["rule"], now))
     invocations = previous.get("invocations") or [{"command": previous["command"], "machine": previous["machine"]}]
     return previous["runs"], invocations
 

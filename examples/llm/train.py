@@ -22,10 +22,10 @@ from tasks import CALCULATOR, Task, get_task
 
 # Every sampler spends `tokens_per_step` generated tokens per step, except the compute-equivalence
 # rows: independent chains with 1.5 and 2 times the tokens.
-SAMPLERS = ["independent", "uniform", "entropy", "trace", "trace-v5", "trace-v3", "trace-v2", "trace-learned", "independent-1.5x", "independent-2x"]
+SAMPLERS = ["independent", "uniform", "entropy", "trace", "trace-v5", "trace-v4", "trace-v3", "trace-v2", "trace-learned", "independent-1.5x", "independent-2x"]
 TOKEN_MULTIPLIERS = {"independent-1.5x": 1.5, "independent-2x": 2.0}
 # The TRACE rows: the rule each passes to the service (None: the library's default rule).
-TRACE_RULES = {"trace": None, "trace-v5": "v5", "trace-v3": "v3", "trace-v2": "v2", "trace-learned": None}
+TRACE_RULES = {"trace": None, "trace-v5": "v5", "trace-v4": "v4", "trace-v3": "v3", "trace-v2": "v2", "trace-learned": None}
 MAX_DECODER_GAP = 1e-4  # largest logit difference allowed between decode.Decoder and transformers
 
 
@@ -60,10 +60,14 @@ class Config:
     # continuations tried from a node; level with "plain" for v4 on the recipe task, 5.5 points
     # worse for v3 on the calculator: results/tuning/README.md, t13).
     forest_view: str = "plain"
-    # The uncertainty the TRACE rows send: "turn" (each node's own turn's mean token entropy: the
-    # committed runs) or "next" (the mean entropy of the turns written from the node: how unsettled
-    # the policy is after the step, as the input format defines `uncertainty`).
-    uncertainty: str = "turn"
+    # The uncertainty the TRACE rows send: "next" (the mean entropy of the turns written from the
+    # node: how unsettled the policy is after the step, as the input format defines `uncertainty`;
+    # the default since rule v5 became the library's) or "turn" (each node's own turn's mean token
+    # entropy: the runs committed before, `LATER_SETTINGS` in report.py). v5 gates no uncertainty
+    # gap below two finished rollouts each, which few nodes here reach, so it reads nearly every
+    # gap, as v3 does; v3 fed "turn" was 4.7 [0.7, 8.7] points behind chains on the recipe task,
+    # fed "next" 1.9 [-2.3, 6.2] ahead (12 seeds; README, "Which entropy").
+    uncertainty: str = "next"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64

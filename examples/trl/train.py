@@ -104,6 +104,9 @@ class Config:
     # The tree samplers' TraceRolloutFunc budget_end: "finish" (rollouts running at a step's budget end run to
     # their end, the excess comes off the next steps' budgets) or "cut" (each step exact; the run before this one).
     budget_end: str = "finish"
+    # The tree samplers' TraceRolloutFunc uncertainty: "next" (the package's default since rule v5 became the
+    # library's) or "turn" (each node's own turn's entropy: the default before, and what the committed runs sent).
+    uncertainty: str = "next"
 
 
 # A few seconds per sampler. Pre-trained 300 steps, with 8 completions per prompt: a policy pre-trained
@@ -111,9 +114,11 @@ class Config:
 # were all 0 and so was every loss: the run trained nothing.
 SMOKE = dict(steps=2, prompt_pool=4, prompts_per_step=2, num_generations=8, pretrain_steps=300, eval_samples=2,
              layers=1, hidden=64)
+#: Settings added after runs were committed, with the behaviour those runs had (their results.json lacks the field).
+BEFORE_SETTING = {"uncertainty": "turn"}
 #: The set-up of the run committed before this one (4 seeds, rule v2; README.md "The earlier run").
 EARLIER = dict(steps=30, prompt_pool=16, prompts_per_step=4, pretrain_steps=300, eval_samples=8, concurrency="round",
-               generator="hf", rule="v2", advantage="treerl", share="split", budget_end="cut")
+               generator="hf", rule="v2", advantage="treerl", share="split", budget_end="cut", uncertainty="turn")
 
 
 def sampler_kind(sampler: str) -> str:
@@ -187,7 +192,7 @@ def run_sampler(name: str, cfg: Config, base_model, tok, dataset, prompts, budge
         rollout = TraceRolloutFunc(ta, generate, env_step, prepare=prepare, dim=cfg.hidden, max_turn_tokens=MAX_TURN_TOKENS,
                                    budget=budget, attach_advantages=sampler_kind(name) == "trace-treerl", seed=cfg.seed,
                                    advantage=cfg.advantage, share=cfg.share, concurrency=concurrency_option(cfg, name),
-                                   budget_end=cfg.budget_end,
+                                   budget_end=cfg.budget_end, uncertainty=cfg.uncertainty,
                                    rollouts_per_round=lambda trees: cfg.rollouts_per_tree_per_round * trees)
     torch.manual_seed(cfg.seed * 1009 + 7)
     trainer_class = TreeGRPOTrainer if sampler_kind(name) == "trace-treerl" else GRPOTrainer
@@ -422,10 +427,24 @@ def resume(old: dict, result: dict, jobs: list[tuple[dict, list[str]]], samplers
     `independent`'s tokens of the same run, so a seed runs all its samplers or none. `result`
     takes the kept run's samplers and command first, and every invocation with its machine."""
     new = result["config"]
-    differ = sorted(k for k in set(old["config"]) | set(new) if k != "seed" and old["config"].get(k) != new.get(k))
+    # A setting added after the kept runs were made is read as the behaviour they had (BEFORE_SETTING).
+    kept = {**{k: v for k, v in BEFORE_SETTING.items() if k not in old["config"]}, **old["config"]}
+    differ = sorted(k for k in set(kept) | set(new) if k != "seed" and kept.get(k) != new.get(k))
     if differ:
         raise SystemExit("--resume: the kept runs were made with other settings: %s" % ", ".join(
-            "%s %r (kept) against %r" % (k, old["config"].get(k), new.get(k)) for k in differ))
+            "%s %r (kept) against %r" % (k, kept.get(k), new.get(k)) for k in differ))
+    # rule "" follows the library's default, which has changed (v4, v5): kept and new runs would be two rules.
+    if not new.get("rule"):
+        ta = service()
+        try:
+            now = ta.request("stats")["params"].get("rule")
+        finally:
+            ta.close()
+        other = next((r for r in old["runs"] if r.get("rule") and r["rule"] != now), None)
+        if other:
+            raise SystemExit("--resume: seed %d's %s run planned under rule %s, the library's default then; the default "
+                             "is now %s, so new runs would not be the same experiment; use another --out" % (
+                                 other["seed"], other["sampler"], other["rule"], now))
     have = {(r["seed"], r["sampler"]) for r in old["runs"]}
     todo = []
     for cfg, names in jobs:

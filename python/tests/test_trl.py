@@ -302,8 +302,8 @@ def test_a_bad_budget_end_is_refused_naming_the_field(service):
 
 
 def test_the_uncertainty_option_reaches_the_driver(service):
-    assert rollout_func(service, 10).driver.uncertainty == "turn"
-    assert rollout_func(service, 10, uncertainty="next").driver.uncertainty == "next"
+    assert rollout_func(service, 10).driver.uncertainty == "next"
+    assert rollout_func(service, 10, uncertainty="turn").driver.uncertainty == "turn"
     with pytest.raises(TraceAllocError) as e:
         rollout_func(service, 10, uncertainty="after")
     assert e.value.field == "uncertainty" and "turn, next" in str(e.value)

@@ -61,17 +61,19 @@ whose turns mix both is refused, since a sibling group would compare a hidden st
 
 **Uncertainty** (`uncertainty`). A node's `uncertainty` is how unsettled the step still is
 (docs/ALGORITHM.md §1); the simulated tasks give the policy's entropy at the state the step
-led to, i.e. after it. With `"turn"` (the default, what the driver has always sent and what
-examples/trl's committed runs used) a node is sent the mean entropy of its own turn
-(`Turn.entropy`, token-weighted over the turn's pieces): how unsettled the policy was while
-writing it. With `"next"` it is sent the quantity after the step: the mean of its children's turn
-entropies (each child node once), 0 while no turn has been written from it (and at a terminal
-node); every `extend` then also updates the nodes that existed before and gained a child.
-Measured on examples/llm (60 paired seeds per task; the example computes both itself), the two
-made no separable difference to rule v4's final success (−0.2 [−2.1, +1.8] points for "next" on
-the calculator task, −0.9 [−2.6, +0.9] on the recipe task), so the default stays as it was; rule
-v3, which has no uncertainty gate, gained 6.7 [1.1, 12.2] points from "next" on the recipe task
-(12 seeds).
+led to, i.e. after it. With `"next"` (the default) a node is sent that quantity: the mean of its
+children's turn entropies (each child node once), 0 while no turn has been written from it (and
+at a terminal node); every `extend` then also updates the nodes that existed before and gained a
+child. With `"turn"` (the default before rule v5, and what examples/trl's committed runs used) a
+node is sent the mean entropy of its own turn (`Turn.entropy`, token-weighted over the turn's
+pieces): how unsettled the policy was while writing it. Measured on examples/llm (the example
+computes both itself): rule v4's final success did not separably depend on the choice (−0.2
+[−2.1, +1.8] points for "next" on the calculator task, −0.9 [−2.6, +0.9] on the recipe task, 60
+paired seeds each), but rules that gate no uncertainty gap between siblings visited once do: v3
+gained 6.7 [1.1, 12.2] points from "next" on the recipe task (12 seeds), where with "turn" it was
+separably behind independent chains (−4.7 [−8.7, −0.7]). The default rule v5 gates a gap only
+once both siblings have two finished rollouts, which few nodes of a language-model tree reach, so
+it reads "next" (v5 with "turn" was not measured).
 
 **Affinity.** Every `Request` names the tree (`tree_id`) and the node its rollout was placed at
 (`start`); `request.affinity` is the stable key `"<tree id>/<start>"`. Rollouts with one key
@@ -188,7 +190,7 @@ class TreeRollout:
                  projection: Optional[Callable[[Any], Any]] = None, advantage: str = DEFAULT_METHOD,
                  learn: Optional[LearnState] = None, tree_prefix: str = "rollout",
                  sketch: Optional[TokenSketch] = None, concurrency: Optional[int] = None,
-                 budget_end: str = "cut", uncertainty: str = "turn") -> None:
+                 budget_end: str = "cut", uncertainty: str = "next") -> None:
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
             raise TraceAllocError("invalid_options", "dim must be an integer >= 0, got %r" % (dim,), field="dim")
         if sketch is not None and not isinstance(sketch, TokenSketch):

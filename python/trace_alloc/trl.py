@@ -243,7 +243,7 @@ class TraceRolloutFunc:
                  rollouts_per_round: Optional[Callable[[int], int]] = None, min_per_tree: int = 1,
                  plan_options: Optional[Mapping[str, Any]] = None, rule: Optional[str] = None,
                  projection: Optional[Callable[[Any], Any]] = None, learn: Optional[LearnState] = None,
-                 sketch: Optional[TokenSketch] = None, budget_end: str = "finish", uncertainty: str = "turn") -> None:
+                 sketch: Optional[TokenSketch] = None, budget_end: str = "finish", uncertainty: str = "next") -> None:
         if selection not in SELECTIONS:
             raise TraceAllocError("invalid_options", "selection must be one of %s, got %r" % (", ".join(SELECTIONS), selection),
                                   field="selection")
