@@ -1,3 +1,4 @@
+import { DEFAULT_RULE } from '../src/allocate/rules/index.js';
 import type { AllocatorName } from './allocators/index.js';
 import type { Evaluation } from './settings.js';
 import type { Learner } from './train.js';
@@ -19,7 +20,7 @@ export interface Profile {
 
 /** Every row of the full run, in table order. */
 export const FULL_ROWS: readonly AllocatorName[] = [
-  'trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v5', 'trace-v3', 'trace-v2', 'trace-v1',
+  'trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v4', 'trace-v3', 'trace-v2', 'trace-v1',
   'independent', 'independent-1.5x', 'independent-2x',
   'uniform', 'entropy', 'puct', 'spo-tree', 'treepo', 'knapsack',
 ];
@@ -32,7 +33,7 @@ export const FULL_ROWS: readonly AllocatorName[] = [
 export const QUICK_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v3', 'independent', 'uniform', 'knapsack', 'puct'];
 
 /** The robustness table's rows (trie trees). */
-export const ROBUSTNESS_ROWS: readonly AllocatorName[] = ['trace', 'trace-nocontrast', 'trace-outcome', 'trace-v5', 'trace-v3', 'independent', 'uniform', 'knapsack'];
+export const ROBUSTNESS_ROWS: readonly AllocatorName[] = ['trace', 'trace-nocontrast', 'trace-outcome', 'trace-v4', 'trace-v3', 'independent', 'uniform', 'knapsack'];
 
 /**
  * full: seeds 1–100, both reported learners (treerl-leaf, grpo), every row, 200 evaluation
@@ -53,7 +54,7 @@ export const PROFILES: Record<ProfileName, Profile> = {
 export const MORE_BUDGET: readonly AllocatorName[] = ['independent-1.5x', 'independent-2x'];
 
 /** TRACE rows: their paired gaps against independent chains and uniform expansion are reported. */
-export const TRACE_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v5', 'trace-v3', 'trace-v2', 'trace-v2-learned', 'trace-v1', 'trace-v1-learned'];
+export const TRACE_ROWS: readonly AllocatorName[] = ['trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v4', 'trace-v3', 'trace-v2', 'trace-v2-learned', 'trace-v1', 'trace-v1-learned'];
 
 /**
  * Rows drawn in the learning curves (those a profile has). `trace-nocontrast` is left out: it is
@@ -65,11 +66,11 @@ export const CURVE_ROWS: readonly AllocatorName[] = ['trace', 'trace-outcome', '
 export const BAR_ROWS: readonly AllocatorName[] = CURVE_ROWS.filter((a) => !MORE_BUDGET.includes(a));
 
 export const LABEL: Record<AllocatorName, string> = {
-  trace: 'TRACE v4 (α=1, τ=0.5)',
-  'trace-learned': 'TRACE v4 (learned α, τ)',
-  'trace-nocontrast': 'TRACE v4 without contrast (C = 0)',
-  'trace-outcome': 'TRACE v4 on outcome disagreement',
-  'trace-v5': 'TRACE v5 (α=1, τ=0.5)',
+  trace: `TRACE ${DEFAULT_RULE} (α=1, τ=0.5)`,
+  'trace-learned': `TRACE ${DEFAULT_RULE} (learned α, τ)`,
+  'trace-nocontrast': `TRACE ${DEFAULT_RULE} without contrast (C = 0)`,
+  'trace-outcome': `TRACE ${DEFAULT_RULE} on outcome disagreement`,
+  'trace-v4': 'TRACE v4 (α=1, τ=0.5)',
   'trace-v3': 'TRACE v3 (α=1, τ=0.5)',
   'trace-v2': 'TRACE v2 (α=1, τ=0.5)',
   'trace-v2-learned': 'TRACE v2 (learned α, τ)',
@@ -89,7 +90,7 @@ export const LABEL: Record<AllocatorName, string> = {
 };
 
 export const SHORT: Record<AllocatorName, string> = {
-  trace: 'v4', 'trace-learned': 'v4 learned', 'trace-nocontrast': 'v4 no contrast', 'trace-outcome': 'v4 outcome', 'trace-v5': 'v5', 'trace-v3': 'v3',
+  trace: DEFAULT_RULE, 'trace-learned': `${DEFAULT_RULE} learned`, 'trace-nocontrast': `${DEFAULT_RULE} no contrast`, 'trace-outcome': `${DEFAULT_RULE} outcome`, 'trace-v4': 'v4', 'trace-v3': 'v3',
   'trace-v2': 'v2', 'trace-v2-learned': 'v2 learned', 'trace-v1': 'v1', 'trace-v1-learned': 'v1 learned',
   'trace-closed': 'v1 closed chains', 'trace-closed-learned': 'v1 closed, learned',
   independent: 'independent', 'independent-1.5x': 'independent 1.5×', 'independent-2x': 'independent 2×',

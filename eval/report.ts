@@ -1,5 +1,6 @@
 // Tables and chart series of the evaluation report (summary.md, the SVG charts): pure functions
 // of the training results, so `run.ts` only trains, writes and checks.
+import { DEFAULT_RULE } from '../src/allocate/rules/index.js';
 import { markdownTable, type Series } from '../report/svg.js';
 import type { AllocatorName } from './allocators/index.js';
 import { pairedGap } from './direction.js';
@@ -75,7 +76,7 @@ export type BySeed = Readonly<Record<string, readonly number[]>>;
 
 /**
  * The TRACE rows' paired gaps in final success (points, 95% t-interval over seeds, * = separable):
- * row − independent chains, row − uniform expansion, row − knapsack, and TRACE v4 − row (the
+ * row − independent chains, row − uniform expansion, row − knapsack, and TRACE's default − row (the
  * ablations' and the earlier rules' distance from the default). Columns the run lacks are left out.
  */
 export function traceGapTable(bySeed: BySeed): string | null {
@@ -83,7 +84,7 @@ export function traceGapTable(bySeed: BySeed): string | null {
   if (rows.length === 0) return null;
   const against = (['independent', 'uniform', 'knapsack'] as const).filter((c) => c in bySeed);
   const vsTrace = 'trace' in bySeed;
-  const header = ['TRACE row', ...against.map((c) => `row − ${SHORT[c]}`), ...(vsTrace ? ['v4 − row'] : [])];
+  const header = ['TRACE row', ...against.map((c) => `row − ${SHORT[c]}`), ...(vsTrace ? [`${DEFAULT_RULE} − row`] : [])];
   return markdownTable(header, rows.map((r) => [
     LABEL[r],
     ...against.map((c) => gapCell(pairedGap(bySeed[r], bySeed[c]))),
@@ -93,13 +94,13 @@ export function traceGapTable(bySeed: BySeed): string | null {
 
 /** Compute-equivalence of one (environment, learner), when the run has the rows it needs. */
 export interface ComputeEquivalence {
-  /** Mean final success of TRACE v4 and of independent chains at 1×, 1.5×, 2× the budget. */
+  /** Mean final success of TRACE's default rule and of independent chains at 1×, 1.5×, 2× the budget. */
   trace: number;
   chains: Array<[number, number]>;
   equivalence: Equivalence;
   label: string;
   atLeast15: boolean;
-  /** TRACE v4 − chains at 1.5× and 2× the budget, paired by seed. */
+  /** TRACE's default rule − chains at 1.5× and 2× the budget, paired by seed. */
   gap15: Interval;
   gap2: Interval;
 }
@@ -117,26 +118,27 @@ export function computeEquivalence(bySeed: BySeed): ComputeEquivalence | null {
 
 export function equivalenceLine(c: ComputeEquivalence): string {
   const pct = (x: number) => (100 * x).toFixed(1);
-  return `Compute-equivalence: TRACE v4 ${pct(c.trace)}%; independent chains ${c.chains.map(([m, y]) => `${m}× ${pct(y)}%`).join(', ')}. ` +
-    `Chains match TRACE v4 at **${c.label}×** the budget (linear interpolation between the chains' means; ${c.atLeast15 ? 'at least' : 'below'} 1.5×). ` +
-    `Paired: v4 − chains at 1.5× ${gapCell(c.gap15)}, at 2× ${gapCell(c.gap2)} points.`;
+  return `Compute-equivalence: TRACE ${DEFAULT_RULE} ${pct(c.trace)}%; independent chains ${c.chains.map(([m, y]) => `${m}× ${pct(y)}%`).join(', ')}. ` +
+    `Chains match TRACE ${DEFAULT_RULE} at **${c.label}×** the budget (linear interpolation between the chains' means; ${c.atLeast15 ? 'at least' : 'below'} 1.5×). ` +
+    `Paired: ${DEFAULT_RULE} − chains at 1.5× ${gapCell(c.gap15)}, at 2× ${gapCell(c.gap2)} points.`;
 }
 
 /**
- * TRACE v4 across environments for one learner: final success, gaps to independent chains,
- * uniform expansion and knapsack, the ablations' gaps (v4 − no contrast, v4 − outcome
- * disagreement), the rule it replaces (v4 − v3), the candidate rule (v5 − v4), and the
+ * TRACE's default rule (v5) across environments for one learner: final success, gaps to
+ * independent chains, uniform expansion and knapsack, the ablations' gaps (v5 − no contrast, v5 −
+ * outcome disagreement), the earlier rules (v5 − v3, v5 − v4: the default it replaced), and the
  * compute-equivalence multiplier.
  */
 export function acrossTable(perEnv: ReadonlyArray<{ env: string; bySeed: BySeed }>): string {
   const gap = (bySeed: BySeed, a: string, b: string) => (a in bySeed && b in bySeed ? gapCell(pairedGap(bySeed[a], bySeed[b])) : '—');
+  const d = DEFAULT_RULE;
   return markdownTable(
-    ['environment', 'v4 success, %', 'v4 − independent', 'v4 − uniform', 'v4 − knapsack', 'v4 − no contrast', 'v4 − outcome', 'v4 − v3', 'v5 − v4', 'chains match v4 at', '≥ 1.5×'],
+    [['environment', `${d} success, %`], ...['independent', 'uniform', 'knapsack', 'no contrast', 'outcome', 'v3', 'v4'].map((b) => `${d} − ${b}`), [`chains match ${d} at`, '≥ 1.5×']].flat(),
     perEnv.map(({ env, bySeed }) => {
       const c = computeEquivalence(bySeed);
       return [env, 'trace' in bySeed ? fmt(meanCi(bySeed.trace), 1, 100, 0, 1) : '—',
         gap(bySeed, 'trace', 'independent'), gap(bySeed, 'trace', 'uniform'), gap(bySeed, 'trace', 'knapsack'),
-        gap(bySeed, 'trace', 'trace-nocontrast'), gap(bySeed, 'trace', 'trace-outcome'), gap(bySeed, 'trace', 'trace-v3'), gap(bySeed, 'trace-v5', 'trace'),
+        gap(bySeed, 'trace', 'trace-nocontrast'), gap(bySeed, 'trace', 'trace-outcome'), gap(bySeed, 'trace', 'trace-v3'), gap(bySeed, 'trace', 'trace-v4'),
         c ? `${c.label}×` : '—', c ? (c.atLeast15 ? 'yes' : 'no') : '—'];
     }),
   );

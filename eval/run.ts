@@ -19,7 +19,7 @@ import type { Interval } from './stats.js';
 import { train, type Learner, type TrainResult } from './train.js';
 
 /** Marks summary.json files this harness wrote; a check against any other file is skipped (its rows mean other things). */
-const HARNESS = 'v4';
+const HARNESS = 'v5';
 const FULL_SUMMARY = 'eval/results/summary.json';
 /** TRACE's default rule, default and learned: the direction check requires the same inside/outside verdict for those both runs have. */
 const WATCHED: readonly AllocatorName[] = ['trace', 'trace-learned'];

@@ -10,7 +10,7 @@ import { DEFAULT_ROUND, type Allocator, type RoundSize } from './types.js';
 import { UniformAllocator } from './uniform.js';
 
 export const ALLOCATORS = [
-  'trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v5', 'trace-v3', 'trace-v2', 'trace-v2-learned', 'trace-v1', 'trace-v1-learned', 'trace-closed', 'trace-closed-learned',
+  'trace', 'trace-learned', 'trace-nocontrast', 'trace-outcome', 'trace-v4', 'trace-v3', 'trace-v2', 'trace-v2-learned', 'trace-v1', 'trace-v1-learned', 'trace-closed', 'trace-closed-learned',
   'independent', 'independent-1.5x', 'independent-2x', 'uniform', 'entropy', 'puct', 'spo-tree', 'treepo', 'knapsack',
 ] as const;
 export type AllocatorName = (typeof ALLOCATORS)[number];
@@ -28,7 +28,7 @@ export function budgetMultiplier(name: AllocatorName): number {
  * (SPO-tree and TreePO segments, TRACE's base depth D0) so none is handicapped by a length
  * that cannot reach the end of an episode within the budget. `round`: rollouts per tree per
  * allocation round of TRACE and knapsack (the task's; docs/EVALUATION.md).
- * `trace` is the library's default rule (v4); `trace-v5` the rule whose gate asks for two visits each;
+ * `trace` is the library's default rule (v5); `trace-v4` the rule it replaced, whose gate closes after one visit each;
  * `trace-v3`, `trace-v2`, `trace-v1` the earlier rules;
  * `trace-nocontrast` and `trace-outcome` are the default rule on ablated scores (`ablation.ts`).
  */
@@ -39,7 +39,7 @@ export function createAllocator(name: AllocatorName, segment: number, round: Rou
     case 'trace-learned': return new TraceAllocator({ ...trace, learn: true, learnOptions });
     case 'trace-nocontrast': return new TraceAllocator({ ...trace, scores: 'nocontrast' });
     case 'trace-outcome': return new TraceAllocator({ ...trace, scores: 'outcome' });
-    case 'trace-v5': return new TraceAllocator({ ...trace, rule: 'v5' });
+    case 'trace-v4': return new TraceAllocator({ ...trace, rule: 'v4' });
     case 'trace-v3': return new TraceAllocator({ ...trace, rule: 'v3' });
     case 'trace-v2': return new TraceAllocator({ ...trace, rule: 'v2' });
     case 'trace-v2-learned': return new TraceAllocator({ ...trace, rule: 'v2', learn: true, learnOptions });

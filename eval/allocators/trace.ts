@@ -12,7 +12,7 @@ import { ablatedScores, type AblatedScores } from './ablation.js';
 import { DEFAULT_ROUND, interleave, runLaunches, type Allocator, type Launch, type RoundSize } from './types.js';
 
 export interface TraceOptions {
-  /** The library's default rule (v4) unless given: rollouts run to the episode's end under v4, v3, v2; 'v1': depth-limited rollouts as v1 specifies. */
+  /** The library's default rule (v5) unless given: rollouts run to the episode's end under v5, v4, v3, v2; 'v1': depth-limited rollouts as v1 specifies. */
   rule?: Rule;
   /** What `allocate` is given: the library's scores (default) or an ablation of them (the default rule only; `ablation.ts`). */
   scores?: 'contrast' | AblatedScores;
