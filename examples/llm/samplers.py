@@ -16,9 +16,11 @@
   same first turns are identical siblings; `view="trie"` sends a node per distinct prefix
   (`allocator_view.PrefixTrie`: a rollout that wrote the same turn from the same node shares its
   child), the different continuations tried from a node, as the allocator's input describes them.
-  `uncertainty="turn"` (the default) sends a node's own turn's token entropy; `"next"` the mean
-  entropy of the turns written from it (the policy's uncertainty after the step, as the input
-  format defines the field and the simulations give it).
+  `uncertainty="turn"` sends a node's own turn's token entropy; `"next"` the mean entropy of the
+  turns written from it (the policy's uncertainty after the step, as the input format defines the
+  field and the simulations give it). "turn" is the default of `TraceSampler` and `pack`, which
+  the committed studies (sketch_study.py, projection_study.py) ran with; run.py passes
+  `Config.uncertainty`, "next" by default.
 
 The tree samplers' settings (2 chains, 2 forks, 2 rollouts per fork) are those of `eval/`, set
 once and not tuned.
