@@ -133,7 +133,7 @@ export function acrossTable(perEnv: ReadonlyArray<{ env: string; bySeed: BySeed 
   const gap = (bySeed: BySeed, a: string, b: string) => (a in bySeed && b in bySeed ? gapCell(pairedGap(bySeed[a], bySeed[b])) : '—');
   const d = DEFAULT_RULE;
   return markdownTable(
-    [['environment', `${d} success, %`], ...['independent', 'uniform', 'knapsack', 'no contrast', 'outcome', 'v3', 'v4'].map((b) => `${d} − ${b}`), [`chains match ${d} at`, '≥ 1.5×']].flat(),
+    ['environment', `${d} success, %`, ...['independent', 'uniform', 'knapsack', 'no contrast', 'outcome', 'v3', 'v4'].map((b) => `${d} − ${b}`), `chains match ${d} at`, '≥ 1.5×'],
     perEnv.map(({ env, bySeed }) => {
       const c = computeEquivalence(bySeed);
       return [env, 'trace' in bySeed ? fmt(meanCi(bySeed.trace), 1, 100, 0, 1) : '—',

@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from report import BASELINE, LATER_SETTINGS, _mixed_ratio, _task
+from report import BASELINE, _mixed_ratio, _task, as_run
 from stats import mean_interval, paired
 
 
@@ -35,7 +35,7 @@ def load(folder: Path) -> dict:
 def differing_settings(a: dict, b: dict) -> dict[str, tuple]:
     """The run-wide config fields whose values differ (the seed is per run, not a setting); a setting
     added since one folder was made counts there at the value it had then (`LATER_SETTINGS`)."""
-    a, b = {**LATER_SETTINGS, **a}, {**LATER_SETTINGS, **b}
+    a, b = as_run(a), as_run(b)
     keys = (set(a) | set(b)) - {"seed"}
     return {k: (a.get(k), b.get(k)) for k in sorted(keys) if a.get(k) != b.get(k)}
 

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from report import LATER_SETTINGS, summarize  # noqa: E402
+from report import as_run, summarize  # noqa: E402
 from run import report, resumable  # noqa: E402
 from train import Config  # noqa: E402
 
@@ -31,9 +31,7 @@ def merge(into: Path, src: Path) -> dict:
     added = json.loads((src / "results.json").read_text())
     if base.get("task") != added.get("task") or base.get("profile") != added.get("profile"):
         raise SystemExit("%s and %s ran different tasks or profiles" % (into, src))
-    # A folder written before a setting existed ran it as LATER_SETTINGS says.
-    had = {**LATER_SETTINGS, **base["config"]}
-    settings = {k: v for k, v in had.items() if k != "seed"}
+    settings = {k: v for k, v in as_run(base["config"]).items() if k != "seed"}
     # Every run of both folders against INTO's settings, as run.py --resume checks a kept run.
     resumable(base, Config(seed=base["config"]["seed"], **settings), into, default_rows=False)
     resumable(added, Config(seed=base["config"]["seed"], **settings), src, default_rows=False)

@@ -13,6 +13,12 @@ BASELINE = "independent"
 # results.json whose config lacks one was made with that value (uncertainty's default has since
 # moved to "next", with rule v5).
 LATER_SETTINGS = {"forest_view": "plain", "uncertainty": "turn"}
+
+
+def as_run(config: dict) -> dict:
+    """A results.json config with every setting added since it was written at the value its runs had."""
+    return {**LATER_SETTINGS, **config}
+
 DEFAULT_TRACE = "trace"
 # Independent chains with more tokens per step, by token multiplier.
 CHAINS_BY_TOKENS = {1.0: "independent", 1.5: "independent-1.5x", 2.0: "independent-2x"}

@@ -33,7 +33,7 @@ import transformers  # noqa: E402
 
 from allocator_client import default_rule, service_command  # noqa: E402
 from charts import write_charts  # noqa: E402
-from report import LATER_SETTINGS, markdown, summarize  # noqa: E402
+from report import as_run, markdown, summarize  # noqa: E402
 from tasks import TASKS, get_task  # noqa: E402
 from train import SAMPLERS, Config, run_seed  # noqa: E402
 
@@ -211,11 +211,10 @@ def resumable(previous: dict, config: Config, out: Path, default_rows: bool = Tr
     `default_rows`, the rows that follow the library's default rule must have followed the one in
     force now (merge.py checks the two folders against each other instead)."""
     want = {k: v for k, v in asdict(config).items() if k != "seed"}
-    # A setting added after a run was made is read as the behaviour runs had before it existed:
-    # LATER_SETTINGS (uncertainty "turn", whose default has moved), else its default.
-    default = {**asdict(Config()), **LATER_SETTINGS}
+    # A setting added after a run was made is read as the behaviour runs had before it existed
+    # (`as_run`: uncertainty "turn", whose default has moved), else at its default.
     for r in previous["runs"]:
-        had = {k: v for k, v in {**{k: default[k] for k in default if k not in r["config"]}, **r["config"]}.items() if k != "seed"}
+        had = {k: v for k, v in {**asdict(Config()), **as_run(r["config"])}.items() if k != "seed"}
         diff = sorted(k for k in set(want) | set(had) if want.get(k) != had.get(k))
         if diff:
             raise SystemExit("--resume: %s: seed %d's %s run was trained with other settings (%s: %s there, %s here); "

@@ -115,7 +115,7 @@ class Config:
 SMOKE = dict(steps=2, prompt_pool=4, prompts_per_step=2, num_generations=8, pretrain_steps=300, eval_samples=2,
              layers=1, hidden=64)
 #: Settings added after runs were committed, with the behaviour those runs had (their results.json lacks the field).
-BEFORE_SETTING = {"uncertainty": "turn"}
+LATER_SETTINGS = {"uncertainty": "turn"}
 #: The set-up of the run committed before this one (4 seeds, rule v2; README.md "The earlier run").
 EARLIER = dict(steps=30, prompt_pool=16, prompts_per_step=4, pretrain_steps=300, eval_samples=8, concurrency="round",
                generator="hf", rule="v2", advantage="treerl", share="split", budget_end="cut", uncertainty="turn")
@@ -427,8 +427,8 @@ def resume(old: dict, result: dict, jobs: list[tuple[dict, list[str]]], samplers
     `independent`'s tokens of the same run, so a seed runs all its samplers or none. `result`
     takes the kept run's samplers and command first, and every invocation with its machine."""
     new = result["config"]
-    # A setting added after the kept runs were made is read as the behaviour they had (BEFORE_SETTING).
-    kept = {**{k: v for k, v in BEFORE_SETTING.items() if k not in old["config"]}, **old["config"]}
+    # A setting added after the kept runs were made is read as the behaviour they had (LATER_SETTINGS).
+    kept = {**LATER_SETTINGS, **old["config"]}
     differ = sorted(k for k in set(kept) | set(new) if k != "seed" and kept.get(k) != new.get(k))
     if differ:
         raise SystemExit("--resume: the kept runs were made with other settings: %s" % ", ".join(

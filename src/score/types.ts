@@ -1,5 +1,6 @@
 import type { PackedForest } from '../forest/packed.js';
 import { OptionError } from '../util/errors.js';
+import { joinWords } from '../util/words.js';
 
 /** The two learnable scalars of docs/ALGORITHM.md §2, given in natural (not log) space. */
 export interface ScoreParams {
@@ -19,6 +20,8 @@ export interface ScoreParams {
 /** Every rule scoring knows, in the order messages list them (the allocation registry's names). */
 export const SCORE_RULES = ['v1', 'v2', 'v3', 'v4', 'v5'] as const;
 export type ScoreRule = (typeof SCORE_RULES)[number];
+/** The library's default rule (allocation's `DEFAULT_RULE` is this one, so scoring and allocation never disagree). */
+export const DEFAULT_SCORE_RULE: ScoreRule = 'v5';
 
 export const DEFAULT_PARAMS: Readonly<ScoreParams> = Object.freeze({ alpha: 1, tau: 0.5 });
 
@@ -82,10 +85,9 @@ export function resolveParams(params?: Partial<ScoreParams>): ScoreParams {
   const tau = params?.tau ?? DEFAULT_PARAMS.tau;
   if (typeof alpha !== 'number' || !(alpha >= PARAM_MIN && alpha <= PARAM_MAX)) throw new OptionError(`alpha must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${alpha}`);
   if (typeof tau !== 'number' || !(tau >= PARAM_MIN && tau <= PARAM_MAX)) throw new OptionError(`tau must be a number in [${PARAM_MIN}, ${PARAM_MAX}], got ${tau}`);
-  const rule = params?.rule ?? 'v5';
+  const rule = params?.rule ?? DEFAULT_SCORE_RULE;
   if (!(SCORE_RULES as readonly unknown[]).includes(rule)) {
-    const names = SCORE_RULES.map((r) => `'${r}'`);
-    throw new OptionError(`rule must be ${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}, got ${String(rule)}`);
+    throw new OptionError(`rule must be ${joinWords(SCORE_RULES.map((r) => `'${r}'`), 'or')}, got ${String(rule)}`);
   }
   return { alpha, tau, rule };
 }

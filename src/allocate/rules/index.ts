@@ -1,3 +1,5 @@
+import { DEFAULT_SCORE_RULE } from '../../score/types.js';
+import { joinWords } from '../../util/words.js';
 import type { AllocationRule, RuleSetting } from './rule.js';
 import { v1 } from './v1.js';
 import { v2 } from './v2.js';
@@ -11,7 +13,7 @@ const REGISTRY = { v1, v2, v3, v4, v5 } as const satisfies Record<string, Alloca
 /** The allocation rule: 'v5' (the default), 'v4', 'v3', 'v2' or 'v1' (each kept exactly for reproducibility). See docs/ALGORITHM.md. */
 export type Rule = keyof typeof REGISTRY;
 export const RULES: readonly Rule[] = Object.keys(REGISTRY) as Rule[];
-export const DEFAULT_RULE: Rule = 'v5';
+export const DEFAULT_RULE: Rule = DEFAULT_SCORE_RULE;
 
 export function isRule(name: unknown): name is Rule {
   return typeof name === 'string' && Object.hasOwn(REGISTRY, name);
@@ -29,11 +31,10 @@ export function rulesReading(setting: RuleSetting): Rule[] {
 
 /** 'v1', 'v2' or 'v3' (each name in `quote`), for messages that list the rules. */
 export function ruleList(quote = "'"): string {
-  const names = RULES.map((r) => `${quote}${r}${quote}`);
-  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`;
+  return joinWords(RULES.map((r) => `${quote}${r}${quote}`), 'or');
 }
 
 /** Names joined as a reader writes them: "v3", "v3 and v4", "v2, v3, v4 and v5". */
 export function andList(names: readonly string[]): string {
-  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+  return joinWords(names, 'and');
 }
