@@ -181,7 +181,8 @@ def outcome_gains(f: Forest, first_new: int, canon: dict | None = None) -> dict[
 
 class TraceSampler:
     def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False,
-                 embedding: str = "hidden", view: str = "plain", uncertainty: str = "turn"):
+                 embedding: str = "hidden", view: str = "plain", uncertainty: str = "turn",
+                 contest_gain: float | None = None):
         if embedding not in EMBEDDINGS:
             raise ValueError("embedding must be one of %s, got %r" % (", ".join(EMBEDDINGS), embedding))
         if view not in VIEWS:
@@ -189,6 +190,8 @@ class TraceSampler:
         if uncertainty not in UNCERTAINTIES:
             raise ValueError("uncertainty must be one of %s, got %r" % (", ".join(UNCERTAINTIES), uncertainty))
         self.view, self.uncertainty = view, uncertainty
+        # None: the rule's own default; a number is sent with every plan as `contestGain`.
+        self.settings = {} if contest_gain is None else {"contest_gain": contest_gain}
         self.name, self.client, self.per_tree, self.learn = name, client, rollouts_per_tree, learn
         self.sketch = token_sketch() if embedding == "sketch" else None
         self.adam = AlphaTauAdam() if learn else None
@@ -214,7 +217,8 @@ class TraceSampler:
             self.client.sync_forest(arrays["ids"], arrays["tree_offset"], arrays["parent"], arrays["reward"],
                                        arrays["visits"], arrays["uncertainty"], arrays["terminal"],
                                        arrays["embedding"])
-            plan = self.client.plan(total_budget=self.per_tree * len(f.roots), min_per_tree=1, scores=self.learn)
+            plan = self.client.plan(total_budget=self.per_tree * len(f.roots), min_per_tree=1, scores=self.learn,
+                                    **self.settings)
             t2 = time.perf_counter()
             self.allocator_s += t2 - t1
             self.plans += 1

@@ -68,6 +68,11 @@ class Config:
     # gap, as v3 does; v3 fed "turn" was 4.7 [0.7, 8.7] points behind chains on the recipe task,
     # fed "next" 1.9 [-2.3, 6.2] ahead (12 seeds; README, "Which entropy").
     uncertainty: str = "next"
+    # The contest gain κ the TRACE rows ask of each plan (`--contest-gain`): "" leaves the rule's
+    # own default (4 for v2–v5); a number sets it. κ scales every contested fork's claim against
+    # the root's fresh share of 1, so on the same evidence it sets how much of a step goes to forks
+    # (README, "A larger contest gain").
+    contest_gain: str = ""
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -176,8 +181,12 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
         return UniformSampler(random.Random(cfg.seed * 13 + 5))
     if name == "entropy":
         return EntropySampler()
+    try:
+        gain = float(cfg.contest_gain) if cfg.contest_gain else None
+    except ValueError:
+        raise ValueError("contest_gain must be a number or empty (the rule's default), got %r" % cfg.contest_gain) from None
     return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding,
-                        view=cfg.forest_view, uncertainty=cfg.uncertainty)
+                        view=cfg.forest_view, uncertainty=cfg.uncertainty, contest_gain=gain)
 
 
 def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,

@@ -92,6 +92,11 @@ VARIANTS = {
     # not a dead branch); in the simulations level with v3 on plain trees and near v4 on tries
     "visits2-next": {"gate": "visits", "gate_m": 2, "unc": "next"},
     "visits2": {"gate": "visits", "gate_m": 2},
+    # t18: v5 (visits2-next) with a larger contest gain: κ scales every contested fork's claim
+    # against the root's fresh share of 1, so it sets how many forks the same evidence buys
+    # (v3 with the next turns' entropy leaned further ahead of chains as κ rose 4 → 8 → 16, t16)
+    "visits2-next-k16": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 16.0},
+    "visits2-next-k64": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 64.0},
 }
 
 STATS: dict[str, dict] = {}

@@ -6,6 +6,7 @@
 //   git apply $D/gate.patch                                (gate variants behind TRACE_GATE; in no released rule)
 //   TRACE_GATE=pos npx tsx $D/simgate.ts 300 20 v4 > $D/gate-pos.json    (and zero, lo, tree, visits2, ...; README.md)
 //   git apply -R $D/gate.patch
+// Rule v5 is accepted too (../t18-sim-v5-kappa/README.md runs it at KAPPA 16 and 64).
 // Prints one JSON array (../simrows.ts): final success per (environment, learner, seed), trained as eval/sweep.ts
 // trains a tuning seed (tuningConfig: 400 final evaluation episodes). Environment: KAPPA (contest
 // gain, default 4), TRIE=1 (trie trees: identical actions share a child, as the robustness run), ENVS, LEARNERS.
@@ -14,8 +15,8 @@ import { trainConfig } from '../../../../../eval/settings.js';
 import { train } from '../../../../../eval/train.js';
 import { printSimRows } from '../simrows.js';
 
-const [first, count, rule] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as 'v3' | 'v4'];
-if (rule !== 'v3' && rule !== 'v4') throw new Error(`rule must be v3 or v4, got ${String(rule)}`);
+const [first, count, rule] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as 'v3' | 'v4' | 'v5'];
+if (rule !== 'v3' && rule !== 'v4' && rule !== 'v5') throw new Error(`rule must be v3, v4 or v5, got ${String(rule)}`);
 const contestGain = Number(process.env.KAPPA ?? 4);
 const merge = process.env.TRIE === '1';
 printSimRows(first, count, (env, learner, seed) => {
