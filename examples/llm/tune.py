@@ -94,7 +94,7 @@ VARIANTS = {
     "visits2": {"gate": "visits", "gate_m": 2},
     # t18: v5 (visits2-next) with a larger contest gain: κ scales every contested fork's claim
     # against the root's fresh share of 1, so it sets how many forks the same evidence buys
-    # (v3 with the next turns' entropy leaned further ahead of chains as κ rose 4 → 8 → 16, t16)
+    # (v3 with the next turns' entropy went from behind chains to level as κ rose 4 → 8 → 16, t16)
     "visits2-next-k16": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 16.0},
     "visits2-next-k64": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 64.0},
 }

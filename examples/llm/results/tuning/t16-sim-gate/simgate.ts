@@ -15,8 +15,9 @@ import { trainConfig } from '../../../../../eval/settings.js';
 import { train } from '../../../../../eval/train.js';
 import { printSimRows } from '../simrows.js';
 
-const [first, count, rule] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as 'v3' | 'v4' | 'v5'];
-if (rule !== 'v3' && rule !== 'v4' && rule !== 'v5') throw new Error(`rule must be v3, v4 or v5, got ${String(rule)}`);
+const RULES = ['v3', 'v4', 'v5'] as const;
+const [first, count, rule] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as (typeof RULES)[number]];
+if (!RULES.includes(rule)) throw new Error(`rule must be v3, v4 or v5, got ${String(rule)}`);
 const contestGain = Number(process.env.KAPPA ?? 4);
 const merge = process.env.TRIE === '1';
 printSimRows(first, count, (env, learner, seed) => {
