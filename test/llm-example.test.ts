@@ -608,7 +608,7 @@ def units(f, **knobs):
 mixed = forest((1.0, 0.0))
 got, d = units(mixed, base=1.0)
 assert got == {0: 7, 1: 6, 2: 1}, got
-assert d == {"trees": 1, "contested": 1, "budget": 14, "fork_mass": 7.0, "fork_units": 7}, d
+assert d == {"trees": 1, "contested": 1, "budget": 14, "fork_mass": 7.0, "fork_units": 7, "base_trees": 1}, d
 # By ν times entropy: node 2's rollouts failed (ν = 0), so node 1 takes the whole base.
 assert units(mixed, base=1.0, base_by="nu-entropy")[0] == {0: 7, 1: 7}
 # Equal: 3.5 each, the tied remainder unit to the smaller node index.
@@ -743,3 +743,141 @@ print("ok")
     expectPythonOk(code);
   });
 });
+
+describe('examples/llm: fork_signals (the t19 in-loop signals), on a hand-computed forest', () => {
+  // Pure Python: the module imports torch only inside gradient_signals.
+  it('finds each finished rollout\'s start from the run marks, and splits the per-leaf credit between fresh chains and forks', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+from fork_signals import leaf_weights, rollouts, split_rollouts, tree_rollouts
+
+# Tree 0, root 0. Run 1 (mark 1), two fresh chains interleaved as a batch makes them:
+# A writes 1 (3 tokens) then leaf 3 (2 tokens, success); B writes 2 (4 tokens) then leaf 4
+# (1 token, failure). Run 2 (mark 5): a fork from node 1 writes leaf 5 (6 tokens, failure),
+# and a fresh chain writes 6 (2 tokens) then leaf 7 (2 tokens, success).
+spec = [  # parent, tokens, terminal, outcome, depth, visits
+    (-1, 0, False, 0.0, 0, 4), (0, 3, False, 0.0, 1, 2), (0, 4, False, 0.0, 1, 1), (1, 2, True, 1.0, 2, 1),
+    (2, 1, True, 0.0, 2, 1), (1, 6, True, 0.0, 2, 1), (0, 2, False, 0.0, 1, 1), (6, 2, True, 1.0, 2, 1)]
+nodes = [NS(tree=0, parent=p, span=(10, 10 + k), terminal=t, outcome=o, depth=d, visits=v)
+         for p, k, t, o, d, v in spec]
+f = NS(nodes=nodes)
+try:
+    rollouts(f)
+    raise AssertionError("no run marks: refused")
+except ValueError as e:
+    assert "leaf 3 was made before any recorded run" in str(e), e
+f.run_marks = [1, 5]
+assert rollouts(f) == [(0, 3, 5), (0, 4, 5), (1, 5, 6), (0, 7, 4)], rollouts(f)
+# Fresh: 3 rollouts, 2 successes, 14 tokens, start depths 0; fork: 1, 0, 6 tokens, from depth 1.
+assert tree_rollouts(f) == [{"fresh": [3, 2.0, 14, 0], "fork": [1, 0.0, 6, 1]}], tree_rollouts(f)
+fresh, forks = split_rollouts(f)
+assert (fresh, forks) == ([(0, 3), (0, 4), (0, 7)], [(1, 5)])
+# Node weights (visits · per-leaf share): node 1 has two leaves (3 and 5), so each carries 4/2.
+w = {1: 4.0, 3: 1.0, 5: -2.0, 6: 3.0}
+assert leaf_weights(f, w, fresh) == {3: 1.0, 1: 2.0, 6: 3.0}, leaf_weights(f, w, fresh)
+# The fork counts only the turn it wrote: node 5, not its start's share.
+assert leaf_weights(f, w, forks) == {5: -2.0}, leaf_weights(f, w, forks)
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});
+
+describe('examples/llm: proto_alloc\'s cost gate on the base fork share (the t19 tuning candidate), on a hand-computed tree', () => {
+  it('gives a tree the base share only when its base forks cost at most base_cost_max of a chain, weighted as the base is split', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+import numpy as np
+from proto_alloc import plan
+
+def forest(first_turn=30):
+    # 0 root; 1, 2 its children (first_turn generated tokens each); leaf 3 below 1 (10 tokens,
+    # success, next-turn entropy 0.6 after node 1) and leaf 4 below 2 (10 tokens, failure, 0.1).
+    spec = [(-1, [1, 2], 0.0, False, 0), (0, [3], 0.3, False, first_turn), (0, [4], 0.3, False, first_turn),
+            (1, [], 0.6, True, 10), (2, [], 0.1, True, 10)]
+    reward = [1.0, 1.0, 0.0, 1.0, 0.0]
+    visits = [2, 1, 1, 1, 1]
+    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=reward[i],
+                span=(0, g), embedding=np.ones(4)) for i, (p, k, u, t, g) in enumerate(spec)]
+    return NS(nodes=nodes, tree_nodes=[list(range(len(spec)))], roots=[0])
+
+def units(f, **knobs):
+    d = {}
+    p = plan(f, 14, {"gate": "pair", "kappa": 0.0, "base": 1.0, **knobs}, diag=d)
+    return dict(p[0]), d["base_trees"]
+
+# A chain costs 40 tokens; a fork from node 1 or 2 costs 10: 0.25 of a chain for both, so the
+# base's weighted mean cost is 0.25 (entropies 0.6 : 0.1 weigh equal costs). Under 1/3 the tree
+# gets the base share exactly as "all" gives it (claims 1, 6/7, 1/7 of 14: 7, 6, 1).
+cheap = forest()
+assert units(cheap, base_where="all") == ({0: 7, 1: 6, 2: 1}, 1)
+assert units(cheap, base_where="cheap") == ({0: 7, 1: 6, 2: 1}, 1), units(cheap, base_where="cheap")
+assert units(cheap, base_where="cheap", base_cost_max=0.25)[0] == {0: 7, 1: 6, 2: 1}
+# Just below the cost, or with a short first turn (a fork from node 1 or 2 then costs 10 of 15
+# tokens, 2/3 of a chain), the tree keeps the rule's own allocation: all 14 at the root.
+assert units(cheap, base_where="cheap", base_cost_max=0.2499) == ({0: 14}, 0)
+assert units(forest(first_turn=5), base_where="cheap") == ({0: 14}, 0)
+# No finished rollout yet: every cost is 1, and the gate is shut.
+empty = forest()
+for n in empty.nodes:
+    n.terminal = False
+assert units(empty, base_where="cheap") == ({0: 14}, 0)
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});
+
+describe.skipIf(!haveTorch && !required)('examples/llm: tune.py --signals (the t19 in-loop fork signals) in a training run', () => {
+  it('counts every finished rollout once as a fresh chain or a fork, as the grower does, and leaves the training as it is', () => {
+    requireLlm();
+    inScratch((out, env) => {
+      const tune = (signals: boolean, dir: string) => {
+        const args = [`${root}examples/llm/tune.py`, '--task', 'calculator', '--first-seed', '200', '--seeds', '1', '--steps', '2',
+          '--baselines', '', '--variants', 'v5-base9-all', '--workers', '1', '--out', join(out, dir), ...(signals ? ['--signals'] : [])];
+        const run = spawnSync(PYTHON, args, { encoding: 'utf8', timeout: 240_000, env });
+        expect(run.status, run.stderr).toBe(0);
+        return (JSON.parse(readFileSync(join(out, dir, 'runs.json'), 'utf8')) as { runs: TuneRun[] }).runs[0];
+      };
+      const withSignals = tune(true, 'signals');
+      const plain = tune(false, 'plain');
+      expect(withSignals.final_success).toBe(plain.final_success);
+      expect(plain.fork_signals).toBeUndefined();
+      const steps = withSignals.fork_signals!;
+      expect(steps).toHaveLength(2);
+      const total = (kind: 'fresh' | 'fork', field: number) => steps.reduce((s, x) => s + x.trees.reduce((t, tree) => t + tree[kind][field], 0), 0);
+      // The starts found from the batches agree with the grower's own counts of finished chains and
+      // forks, and with its token counts (the run's fork cost).
+      expect(total('fork', 0)).toBeGreaterThan(0);
+      expect(total('fork', 0)).toBeCloseTo(withSignals.forks_per_step * 2, 9);
+      expect(total('fresh', 0)).toBeCloseTo(withSignals.chains_per_step * 2, 9);
+      expect((total('fork', 2) / total('fork', 0)) / (total('fresh', 2) / total('fresh', 0))).toBeCloseTo(withSignals.fork_cost, 9);
+      // A fresh chain starts at depth 0; a fork below the prompt, at depth 1 or more.
+      expect(total('fresh', 3)).toBe(0);
+      expect(total('fork', 3)).toBeGreaterThanOrEqual(total('fork', 0));
+      for (const s of steps) {
+        expect(s.n_fresh + s.n_fork).toBe(s.trees.reduce((t, tree) => t + tree.fresh[0] + tree.fork[0], 0));
+        for (const c of [s.g_cos_fork_fresh, s.g_cos_half]) {
+          expect(c).not.toBeNull();
+          expect(Math.abs(c!)).toBeLessThanOrEqual(1 + 1e-6);
+        }
+        expect(s.g_norm_fork).toBeGreaterThan(0);
+        expect(s.g_norm_fresh).toBeGreaterThan(0);
+      }
+    });
+  }, 520_000);
+});
+
+interface TuneRun {
+  final_success: number;
+  forks_per_step: number;
+  chains_per_step: number;
+  fork_cost: number;
+  fork_signals?: Array<{
+    trees: Array<{ fresh: number[]; fork: number[] }>;
+    g_cos_fork_fresh: number | null; g_cos_half: number | null; g_norm_fresh: number; g_norm_fork: number;
+    n_fresh: number; n_fork: number;
+  }>;
+}

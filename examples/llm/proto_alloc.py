@@ -20,7 +20,10 @@ compares with the default) and adds the candidate changes as knobs:
   mean token entropy of the node's next turns, as entropy forking ranks them), "nu-entropy" (that
   times ν, success seen) or "equal". `base_where`: "mixed" (only in trees whose visited rewards
   differ, so an all-failed or all-solved prompt still gets chains only) or "all" (every tree:
-  the promise that a failed prompt is never spread over its branches no longer holds).
+  the promise that a failed prompt is never spread over its branches no longer holds) or "cheap"
+  (t19: every tree whose base forks are cheap: the mean of `relative_cost` over the base's nodes,
+  weighted as the base is split, at most `base_cost_max`, 1/3 by default, the cheap fork of the
+  anchors, where a fork saves most of a chain; the promise does not hold in those trees either).
   `base_top` (0: off): the base share goes, in equal parts, only to the `base_top` eligible nodes
   with the highest next-turn entropy among those not yet forked (one child), as entropy forking
   picks its forks (ties to the older node; forked nodes only where too few unforked ones exist):
@@ -56,7 +59,7 @@ EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
       "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "base_top": 0, "cost": "branches",
-      "unc": "turn", "trie": False, "gate_m": 1}
+      "unc": "turn", "trie": False, "gate_m": 1, "base_cost_max": 1 / 3}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
@@ -285,7 +288,7 @@ def tree_mass(tv: TreeView, budget, knobs):
             claim[v] += region_claim[region[v]] * spread(v)
     if knobs["base"] > 0:
         vis = [tv.reward[v] for v in range(N) if tv.visits[v] > 0]
-        if knobs["base_where"] == "all" or (vis and max(vis) > min(vis)):
+        if knobs["base_where"] in ("all", "cheap") or (vis and max(vis) > min(vis)):
             nu = success_seen(tv)
             a = [0.0] * N
             for v in range(1, N):
@@ -301,7 +304,14 @@ def tree_mass(tv: TreeView, budget, knobs):
                 top = set(order[: knobs["base_top"]])
                 a = [1.0 if v in top else 0.0 for v in range(N)]
             total_a = sum(a)
+            if total_a > 0 and knobs["base_where"] == "cheap":
+                # The tree's base forks, at their relative costs, must cost at most base_cost_max
+                # of a chain on average, or the tree keeps v5's allocation.
+                c = relative_cost(tv)
+                if sum(a[v] * c[v] for v in range(N)) / total_a > knobs["base_cost_max"]:
+                    total_a = 0.0
             if total_a > 0:
+                tv.base_on = True
                 for v in range(1, N):
                     claim[v] += knobs["base"] * a[v] / total_a
     if knobs["cost"] == "tokens":
@@ -338,8 +348,8 @@ def contested(tv: TreeView) -> bool:
 def plan(forest, total, knobs, min_per_tree=1, diag=None):
     """Per tree of the forest: a list of (trainer node id, branches). With `diag` (a dict), adds
     to its counts: `trees` (live trees given a budget), `contested` (those with a reached contested
-    fork), `budget`, `fork_mass` (the budget's real-valued mass off the root, before rounding) and
-    `fork_units` (whole branches off the root)."""
+    fork), `budget`, `fork_mass` (the budget's real-valued mass off the root, before rounding),
+    `fork_units` (whole branches off the root) and `base_trees` (those given a base share)."""
     knobs = {**V3, **knobs}
     if knobs["trie"]:
         forest = PrefixTrie(forest)
@@ -370,5 +380,6 @@ def plan(forest, total, knobs, min_per_tree=1, diag=None):
             diag["budget"] = diag.get("budget", 0) + b
             diag["fork_mass"] = diag.get("fork_mass", 0.0) + sum(mass[1:])
             diag["fork_units"] = diag.get("fork_units", 0) + sum(br[1:])
+            diag["base_trees"] = diag.get("base_trees", 0) + int(getattr(tv, "base_on", False))
         out.append([(tv.ids[v], br[v]) for v in range(len(br)) if br[v] > 0])
     return out

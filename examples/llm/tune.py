@@ -4,7 +4,8 @@ in process by `proto_alloc` (no service), against independent chains, paired by 
     python3 examples/llm/tune.py --first-seed 200 --seeds 12 --variants v3,gate-pair --out /tmp/tune
     python3 examples/llm/tune.py --check --variants gate-pair,v3,trie-v4,v3-next,v3-next-k16 --first-seed 200 --seeds 1 --steps 3   # prototype = the service
 
-Variants are named in VARIANTS (knobs over proto_alloc.V3). `--credit treerl-leaf` trains on
+Variants are named in VARIANTS (knobs over proto_alloc.V3). `--signals` records fork_signals.py's
+per-step measures (what a fork costs and gives against a fresh chain) in runs.json. `--credit treerl-leaf` trains on
 TreeRL's per-leaf credit (a node shared by L finished leaves weighs √L·(GA + LA)).
 """
 
@@ -97,6 +98,10 @@ VARIANTS = {
     # (v3 with the next turns' entropy went from behind chains to level as κ rose 4 → 8 → 16, t16)
     "visits2-next-k16": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 16.0},
     "visits2-next-k64": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 64.0},
+    # t19: v5 with base9-all's fork share, in every tree (the ablation) or only in trees whose base
+    # forks cost at most a third of a chain on average (the cost gate)
+    "v5-base9-all": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_where": "all"},
+    "v5-base9-cheap": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_where": "cheap"},
 }
 
 STATS: dict[str, dict] = {}
@@ -139,7 +144,8 @@ class ProtoSampler:
                             # root before rounding, and its whole branches off the root after
                             "contested_share": d.get("contested", 0) / max(1, d.get("trees", 0)),
                             "fork_mass_share": d.get("fork_mass", 0.0) / max(1, d.get("budget", 0)),
-                            "fork_unit_share": d.get("fork_units", 0) / max(1, d.get("budget", 0))}
+                            "fork_unit_share": d.get("fork_units", 0) / max(1, d.get("budget", 0)),
+                            "base_tree_share": d.get("base_trees", 0) / max(1, d.get("trees", 0))}
 
 
 def leaf_advantages(forest) -> dict[int, float]:
@@ -204,8 +210,11 @@ def service_checker():
 
 
 def run_seed(args) -> list[dict]:
-    cfg_dict, names, check = args
+    cfg_dict, names, check, signals = args
     torch.set_num_threads(1)
+    if signals:
+        import fork_signals
+        fork_signals.install()
     transformers.logging.set_verbosity_error()
     cfg = T.Config(**cfg_dict)
     table = T.eval_table(cfg)
@@ -231,6 +240,8 @@ def run_seed(args) -> list[dict]:
         # over a chain's (cut rollouts are in neither)
         r["forks_per_step"], r["chains_per_step"] = fr / len(st), cr / len(st)
         r["fork_cost"] = (ft / fr) / (ct / cr) if fr and cr and ct else None
+        if signals:
+            r["fork_signals"] = [x["fork_signals"] for x in st]
         del r["steps"]
         print("seed %d %-12s final %.3f mixed %.3f root %.2f (%.0f s)%s" % (
             cfg.seed, name, r["final_success"], r["mixed"], r.get("root_share", 1.0), r["wall_s"],
@@ -284,6 +295,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--signals", action="store_true", help="record fork_signals.py's per-step signals in runs.json")
     ap.add_argument("--out", default=None)
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--task", default="calculator", help="a task of tasks.py, with its own settings (as run.py applies them)")
@@ -294,7 +306,7 @@ def main() -> int:
     names = [n for n in args.baselines.split(",") if n] + args.variants.split(",")
     task = get_task(args.task)
     cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit}))
-    jobs = [({**cfg, "seed": s}, names, args.check) for s in range(args.first_seed, args.first_seed + args.seeds)]
+    jobs = [({**cfg, "seed": s}, names, args.check, args.signals) for s in range(args.first_seed, args.first_seed + args.seeds)]
     runs: list[dict] = []
     out = Path(args.out) if args.out else None
     if out:
