@@ -9,11 +9,12 @@ chain's. This module records the candidates beside every step of a tuning run, f
 - under TreeRL's per-leaf credit (the example's default), the policy-gradient direction each
   kind of rollout gives: the fresh chains' leaves over their whole path, the forks' leaves over the
   turns the fork wrote, and the fresh leaves in two random halves; their cosines and norms
-  (`gradient_signals`, three extra backward passes per step, no parameter changed).
+  (`gradient_signals`, four extra backward passes per step, no parameter changed).
 
 A rollout's start is not stored by the grower; it is the deepest ancestor of its leaf that existed
 when its run (one `Grower.run`, one batch) began (`rollouts`): a run starts rollouts only at nodes
-that existed then, and a node made during the run was written by the one rollout below it.
+that existed then, and a node made during the run was written by the one rollout that passes
+through it.
 """
 
 from __future__ import annotations
