@@ -18,6 +18,7 @@ SIGNALS = {
     "fork_share": "finished forks / finished rollouts",
     "fork_cost": "a fork's generated tokens / a fresh chain's",
     "success_per_token": "(fork successes per fork token) / (fresh successes per fresh token)",
+    "variance": "4p̂(1−p̂), the gain α and τ learn from, forks − fresh, per tree with ≥ 2 of each",
     "variance_per_token": "4p̂(1−p̂) per rollout token, forks − fresh (×100), per tree with ≥ 2 of each",
     "cos_fork_fresh": "cosine of the forks' and the fresh chains' update directions",
     "cos_half": "cosine of two random halves of the fresh chains' update directions",
@@ -26,7 +27,7 @@ SIGNALS = {
 
 def run_signals(r: dict) -> dict:
     nF = sF = tF = nK = sK = tK = 0
-    var, cos_kf, cos_h = [], [], []
+    var, gain, cos_kf, cos_h = [], [], [], []
     for step in r["fork_signals"]:
         for tree in step["trees"]:
             f, k = tree["fresh"], tree["fork"]
@@ -35,6 +36,7 @@ def run_signals(r: dict) -> dict:
             if f[0] >= 2 and k[0] >= 2:
                 pf, pk = f[1] / f[0], k[1] / k[0]
                 var.append(100 * (4 * pk * (1 - pk) / (k[2] / k[0]) - 4 * pf * (1 - pf) / (f[2] / f[0])))
+                gain.append(4 * pk * (1 - pk) - 4 * pf * (1 - pf))
         if step.get("g_cos_fork_fresh") is not None:
             cos_kf.append(step["g_cos_fork_fresh"])
         if step.get("g_cos_half") is not None:
@@ -43,7 +45,7 @@ def run_signals(r: dict) -> dict:
     return {"fork_share": nK / (nK + nF) if nK + nF else None,
             "fork_cost": (tK / nK) / (tF / nF) if nK and nF and tF else None,
             "success_per_token": (sK / tK) / (sF / tF) if tK and sF and tF else None,
-            "variance_per_token": mean(var), "cos_fork_fresh": mean(cos_kf), "cos_half": mean(cos_h)}
+            "variance": mean(gain), "variance_per_token": mean(var), "cos_fork_fresh": mean(cos_kf), "cos_half": mean(cos_h)}
 
 
 def load(folder: str) -> dict[str, dict[int, dict]]:
@@ -74,7 +76,7 @@ def main(folders: list[str]) -> None:
             cols = []
             for k in SIGNALS:
                 xs = [x[k] for x in sig if x[k] is not None]
-                cols.append(fmt_interval(xs) if xs else "—")
+                cols.append(fmt_interval(xs, 3 if k == "variance" else 2) if xs else "—")
             print("| %s | %d | %.1f | %s | %s |" % (name, len(seeds), 100 * sum(runs[s]["final_success"] for s in seeds) / len(seeds),
                                                      fmt_interval(diff, 1) if name != "independent" else "—", " | ".join(cols)))
     # Within each task: does a run's signal under v5 predict how much forking in every tree
