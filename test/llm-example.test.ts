@@ -830,6 +830,59 @@ print("ok")
   });
 });
 
+describe('examples/llm: proto_alloc\'s peak gate on the base fork share (the t20 tuning candidate), on a hand-computed tree', () => {
+  it('gives a tree the base share only where the picked nodes\' next-turn entropy is at least base_peak times the mean over the nodes the base could use', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+import numpy as np
+from proto_alloc import plan
+
+def forest(entropies, first_turn=30):
+    # 0 root; 1-4 its children (first_turn generated tokens each), each continued by one failed
+    # leaf (5-8, 10 tokens) whose turn's entropy is the node's next-turn entropy.
+    spec = [(-1, [1, 2, 3, 4], 0.0, False, 0)] + [(0, [5 + i], 0.3, False, first_turn) for i in range(4)] \\
+        + [(1 + i, [], e, True, 10) for i, e in enumerate(entropies)]
+    visits = [4] + [1] * 8
+    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=0.0,
+                span=(0, g), embedding=np.ones(4)) for i, (p, k, u, t, g) in enumerate(spec)]
+    return NS(nodes=nodes, tree_nodes=[list(range(len(spec)))], roots=[0])
+
+def units(f, **knobs):
+    d = {}
+    p = plan(f, 14, {"gate": "pair", "kappa": 0.0, "base": 1.0, "base_top": 2, **knobs}, diag=d)
+    return dict(p[0]), d["base_trees"]
+
+# Next-turn entropies 1, 0.5, 0.25, 0.25: mean 0.5; entropy forking's picks, nodes 1 and 2, have
+# 0.75, exactly 1.5 times it. The gate opens at base_peak 1.5 (the default), so the tree gets the
+# base share as "all" gives it (claims 1, 1/2, 1/2 of 14: 7, then 3.5 each, the tie to node 1),
+# and stays shut just above; every prompt failed, and the gate reads no outcome.
+peaked = forest([1.0, 0.5, 0.25, 0.25])
+assert units(peaked, base_where="all") == ({0: 7, 1: 4, 2: 3}, 1)
+assert units(peaked, base_where="peak") == ({0: 7, 1: 4, 2: 3}, 1), units(peaked, base_where="peak")
+assert units(peaked, base_where="peak", base_peak=1.5 + 1e-9) == ({0: 14}, 0)
+assert units(peaked, base_where="mixed") == ({0: 14}, 0)
+# Flatter entropies 0.5, 0.375, 0.375, 0.25: the picks (1 and 2) have 0.4375 against a mean of
+# 0.375, 7/6 of it: shut at 1.5, open at 1.125.
+flat = forest([0.5, 0.375, 0.375, 0.25])
+assert units(flat, base_where="peak") == ({0: 14}, 0)
+assert units(flat, base_where="peak", base_peak=1.125)[1] == 1
+# Without base_top the base is split by entropy, and the gate weighs the picks the same way:
+# (1 + 0.25 + 0.0625 + 0.0625) / 2 = 0.6875 against 0.5, 1.375 times the mean.
+assert units(peaked, base_where="peak", base_top=0, base_peak=1.375)[1] == 1
+assert units(peaked, base_where="peak", base_top=0, base_peak=1.375 + 1e-9) == ({0: 14}, 0)
+# cheap-peak needs both: a fork from nodes 1-4 costs 10 of 40 tokens (0.25 of a chain), but with
+# a 5-token first turn it costs 10 of 15, and the tree keeps the rule's own allocation.
+assert units(peaked, base_where="cheap-peak") == ({0: 7, 1: 4, 2: 3}, 1)
+assert units(forest([1.0, 0.5, 0.25, 0.25], first_turn=5), base_where="cheap-peak") == ({0: 14}, 0)
+assert units(forest([1.0, 0.5, 0.25, 0.25], first_turn=5), base_where="peak")[1] == 1
+assert units(flat, base_where="cheap-peak") == ({0: 14}, 0)
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});
+
 describe.skipIf(!haveTorch && !required)('examples/llm: tune.py --signals (the t19 in-loop fork signals) in a training run', () => {
   it('counts every finished rollout once as a fresh chain or a fork, as the grower does, and leaves the training as it is', () => {
     requireLlm();

@@ -23,7 +23,11 @@ compares with the default) and adds the candidate changes as knobs:
   the promise that a failed prompt is never spread over its branches no longer holds) or "cheap"
   (t19: every tree whose base forks are cheap: the mean of `relative_cost` over the base's nodes,
   weighted as the base is split, at most `base_cost_max`, 1/3 by default, the cheap fork of the
-  anchors, where a fork saves most of a chain; the promise does not hold in those trees either).
+  anchors, where a fork saves most of a chain; the promise does not hold in those trees either)
+  or "peak" (t20: every tree where the policy's hesitation stands out: the next-turn entropy of
+  the base's nodes, weighted as the base is split, at least `base_peak` (1.5) times the mean over
+  every node the base could use; a policy that hesitates about equally everywhere, as the
+  simulations' tabular ones do, gives no place to fork) or "cheap-peak" (both gates).
   `base_top` (0: off): the base share goes, in equal parts, only to the `base_top` eligible nodes
   with the highest next-turn entropy among those not yet forked (one child), as entropy forking
   picks its forks (ties to the older node; forked nodes only where too few unforked ones exist):
@@ -59,7 +63,7 @@ EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
       "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "base_top": 0, "cost": "branches",
-      "unc": "turn", "trie": False, "gate_m": 1, "base_cost_max": 1 / 3}
+      "unc": "turn", "trie": False, "gate_m": 1, "base_cost_max": 1 / 3, "base_peak": 1.5}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
@@ -288,7 +292,7 @@ def tree_mass(tv: TreeView, budget, knobs):
             claim[v] += region_claim[region[v]] * spread(v)
     if knobs["base"] > 0:
         vis = [tv.reward[v] for v in range(N) if tv.visits[v] > 0]
-        if knobs["base_where"] in ("all", "cheap") or (vis and max(vis) > min(vis)):
+        if knobs["base_where"] != "mixed" or (vis and max(vis) > min(vis)):
             nu = success_seen(tv)
             a = [0.0] * N
             for v in range(1, N):
@@ -304,7 +308,18 @@ def tree_mass(tv: TreeView, budget, knobs):
                 top = set(order[: knobs["base_top"]])
                 a = [1.0 if v in top else 0.0 for v in range(N)]
             total_a = sum(a)
-            if total_a > 0 and knobs["base_where"] == "cheap":
+            if total_a > 0 and knobs["base_where"] in ("peak", "cheap-peak"):
+                # t20: the policy's hesitation must stand out in the tree: the next-turn entropy of
+                # the base's nodes (weighted as the base is split) at least base_peak times the mean
+                # over every node the base could use (reached, open, visited, continued, entropy > 0).
+                ent = {v: sum(tv.nodes[c].uncertainty for c in tv.children[v]) / len(tv.children[v])
+                       for v in range(1, N) if reach[v] and not tv.terminal[v] and tv.visits[v] > 0 and tv.children[v]}
+                ent = {v: e for v, e in ent.items() if e > 0}
+                mean_all = sum(ent.values()) / len(ent) if ent else 0.0
+                picked = sum(a[v] * ent.get(v, 0.0) for v in range(N)) / total_a
+                if not (mean_all > 0 and picked >= knobs["base_peak"] * mean_all):
+                    total_a = 0.0
+            if total_a > 0 and knobs["base_where"] in ("cheap", "cheap-peak"):
                 # The tree's base forks, at their relative costs, must cost at most base_cost_max
                 # of a chain on average, or the tree keeps v5's allocation.
                 c = relative_cost(tv)

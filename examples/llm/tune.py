@@ -102,6 +102,13 @@ VARIANTS = {
     # forks cost at most a third of a chain on average (the cost gate)
     "v5-base9-all": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_where": "all"},
     "v5-base9-cheap": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_where": "cheap"},
+    # t20: entropy forking's placement (the base on the 2 unforked nodes of highest next-turn
+    # entropy) on v5, only in trees where that entropy stands out (1.5 times the mean of the nodes
+    # the base could use) and the forks are cheap; the ablations drop one gate each
+    "v5-top2-cheap-peak": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2,
+                           "base_where": "cheap-peak"},
+    "v5-top2-peak": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2, "base_where": "peak"},
+    "v5-top2-cheap": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2, "base_where": "cheap"},
 }
 
 STATS: dict[str, dict] = {}
