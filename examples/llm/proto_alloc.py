@@ -294,29 +294,26 @@ def tree_mass(tv: TreeView, budget, knobs):
         vis = [tv.reward[v] for v in range(N) if tv.visits[v] > 0]
         if knobs["base_where"] != "mixed" or (vis and max(vis) > min(vis)):
             nu = success_seen(tv)
+            # The nodes the base could use (reached, open, visited, continued) and their next-turn
+            # entropy: the mean token entropy of their children's turns.
+            nxt = {v: sum(tv.nodes[c].uncertainty for c in tv.children[v]) / len(tv.children[v])
+                   for v in range(1, N) if reach[v] and not tv.terminal[v] and tv.visits[v] > 0 and tv.children[v]}
             a = [0.0] * N
-            for v in range(1, N):
-                kids = tv.children[v]
-                if reach[v] and not tv.terminal[v] and tv.visits[v] > 0 and kids:
-                    ent = sum(tv.nodes[c].uncertainty for c in kids) / len(kids)
-                    a[v] = {"entropy": ent, "nu-entropy": nu[v] * ent, "equal": 1.0}[knobs["base_by"]]
+            for v, ent in nxt.items():
+                a[v] = {"entropy": ent, "nu-entropy": nu[v] * ent, "equal": 1.0}[knobs["base_by"]]
             if knobs["base_top"] > 0:
-                ent = [sum(tv.nodes[c].uncertainty for c in tv.children[v]) / len(tv.children[v])
-                       if a[v] > 0 else -1.0 for v in range(N)]
                 order = sorted((v for v in range(1, N) if a[v] > 0),
-                               key=lambda v: (len(tv.children[v]) >= 2, -ent[v], v))
+                               key=lambda v: (len(tv.children[v]) >= 2, -nxt[v], v))
                 top = set(order[: knobs["base_top"]])
                 a = [1.0 if v in top else 0.0 for v in range(N)]
             total_a = sum(a)
             if total_a > 0 and knobs["base_where"] in ("peak", "cheap-peak"):
                 # t20: the policy's hesitation must stand out in the tree: the next-turn entropy of
                 # the base's nodes (weighted as the base is split) at least base_peak times the mean
-                # over every node the base could use (reached, open, visited, continued, entropy > 0).
-                ent = {v: sum(tv.nodes[c].uncertainty for c in tv.children[v]) / len(tv.children[v])
-                       for v in range(1, N) if reach[v] and not tv.terminal[v] and tv.visits[v] > 0 and tv.children[v]}
-                ent = {v: e for v, e in ent.items() if e > 0}
-                mean_all = sum(ent.values()) / len(ent) if ent else 0.0
-                picked = sum(a[v] * ent.get(v, 0.0) for v in range(N)) / total_a
+                # over the nodes the base could use whose next turn has entropy > 0.
+                hesitant = [e for e in nxt.values() if e > 0]
+                mean_all = sum(hesitant) / len(hesitant) if hesitant else 0.0
+                picked = sum(a[v] * nxt[v] for v in nxt) / total_a
                 if not (mean_all > 0 and picked >= knobs["base_peak"] * mean_all):
                     total_a = 0.0
             if total_a > 0 and knobs["base_where"] in ("cheap", "cheap-peak"):

@@ -76,6 +76,7 @@ def main() -> None:
         cls.grow = wrapped
     import train  # noqa: E402
     update = train.policy_update
+    NOW_UPDATE = ["-"]  # the sampler being trained (policy updates run outside `grow`)
 
     def timed_update(model, *args, **kwargs):
         t0 = time.perf_counter()
@@ -83,7 +84,6 @@ def main() -> None:
             return update(model, *args, **kwargs)
         finally:
             TIME[NOW_UPDATE[0], "update"] += time.perf_counter() - t0
-    NOW_UPDATE = ["-"]
     train.policy_update = timed_update
     make = train.make_sampler
 
