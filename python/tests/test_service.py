@@ -103,3 +103,32 @@ def test_default_tree_ids_continue_the_live_forest(service):
     del cols["tree_id"]
     assert service.add_forest(**cols)["added"] == ["0", "1"]
     assert service.add_forest(**cols)["added"] == ["2", "3"]
+
+
+@pytest.mark.parametrize("container", ["npz", "arrow"])
+def test_small_binary_requests_go_in_one_write_and_plan_as_streamed_ones(command, container, monkeypatch):
+    """A binary request up to `coalesce_bytes` goes to the service in one write (each write wakes
+    the service); above it, the payload is streamed from the arrays in parts. Both give the
+    same forest and plan, for add_forest (an npz or Arrow payload) and extend (bytes)."""
+    if container == "arrow":
+        require_pyarrow()
+    cols = regular_forest(trees=12, branching=3, depth=2, dim=5, seed=3)
+    rows = dict(tree_id=np.array([str(cols["tree_id"][0])] * 2), parent=np.array([0, 4]),
+                embedding=np.ones((2, 5), dtype=np.float32), visits=np.array([1, 0]))
+    writes = {}
+    plans = {}
+    for name, limit in (("one write", 1 << 20), ("streamed", 0)):
+        with trace_alloc.Service(command + ["serve", "--stdio", "--backend", "cpu"]) as s:
+            monkeypatch.setattr(s, "coalesce_bytes", limit)
+            sizes = []
+            send = s._write
+            monkeypatch.setattr(s, "_write", lambda data, send=send: (sizes.append(memoryview(data).nbytes), send(data))[1])
+            s.add_forest(**cols, container=container)
+            writes[name, "add_forest"] = len(sizes)
+            sizes.clear()
+            assert s.extend(**rows, container=container)["added"] == 2
+            writes[name, "extend"] = len(sizes)
+            plans[name] = s.plan(total_budget=50, scores=True)
+    assert writes["one write", "add_forest"] == 1 and writes["one write", "extend"] == 1
+    assert writes["streamed", "add_forest"] > 2 and writes["streamed", "extend"] >= 2
+    assert plans["one write"] == plans["streamed"]

@@ -216,6 +216,10 @@ class Service:
     longer be matched to requests): start a new `Service` and add the trees again.
     """
 
+    #: Binary requests (add-columns, extend) up to this many payload bytes are sent in one write;
+    #: larger ones are streamed from the arrays, never copied whole.
+    coalesce_bytes = 1 << 20
+
     def __init__(self, command: Optional[Union[Sequence[str], str]] = None, *, backend: Optional[str] = None,
                  dim: Optional[int] = None, alpha: Optional[float] = None, tau: Optional[float] = None,
                  cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
@@ -331,12 +335,24 @@ class Service:
             header = json.dumps(body, separators=(",", ":"), allow_nan=False, default=_plain)
         except (TypeError, ValueError) as err:
             raise TraceAllocError("invalid_request", "%s: %s" % (op, err)) from None
+        head = (header + "\n").encode("utf-8")
         with self._within_timeout(op):
-            self._write((header + "\n").encode("utf-8"))
-            if streamed:
-                payload.write_into(self._write)
+            nbytes = payload.nbytes if streamed else view.nbytes
+            if nbytes <= self.coalesce_bytes:
+                # A small request goes out in one write: each write to the pipe wakes the service,
+                # which reads and buffers a piece, so a forest's npz (21 parts) cost 21 wake-ups.
+                whole = bytearray(head)
+                if streamed:
+                    payload.write_into(whole.extend)
+                else:
+                    whole += view
+                self._write(whole)
             else:
-                self._write(view)
+                self._write(head)
+                if streamed:
+                    payload.write_into(self._write)
+                else:
+                    self._write(view)
             return self._finish(rid, self._read_reply())
 
     # -- operations ----------------------------------------------------------------------------
