@@ -877,6 +877,16 @@ assert units(peaked, base_where="cheap-peak") == ({0: 7, 1: 4, 2: 3}, 1)
 assert units(forest([1.0, 0.5, 0.25, 0.25], first_turn=5), base_where="cheap-peak") == ({0: 14}, 0)
 assert units(forest([1.0, 0.5, 0.25, 0.25], first_turn=5), base_where="peak")[1] == 1
 assert units(flat, base_where="cheap-peak") == ({0: 14}, 0)
+# Counted in turns (base_cost_unit="turns", t21), the same fork is 1 turn of a 2-turn chain,
+# half of one, above a third: the cost gate shuts where the tokens (10 of 40) open it.
+assert units(peaked, base_where="cheap-peak", base_cost_unit="turns") == ({0: 14}, 0)
+assert units(peaked, base_where="cheap-peak", base_cost_unit="turns", base_cost_max=0.5) == ({0: 7, 1: 4, 2: 3}, 1)
+assert units(peaked, base_where="cheap-peak", base_cost_unit="turns", base_cost_max=0.5 - 1e-9) == ({0: 14}, 0)
+try:
+    units(peaked, base_where="cheap-peak", base_cost_unit="seconds")
+    raise SystemExit("an unknown unit was accepted")
+except ValueError as err:
+    assert "seconds" in str(err)
 print("ok")
 `;
     expectPythonOk(code);

@@ -28,6 +28,9 @@ compares with the default) and adds the candidate changes as knobs:
   the base's nodes, weighted as the base is split, at least `base_peak` (1.5) times the mean over
   every node the base could use; a policy that hesitates about equally everywhere, as the
   simulations' tabular ones do, gives no place to fork) or "cheap-peak" (both gates).
+  `base_cost_unit`: what the cost gate counts, "tokens" (t19, t20: each turn's generated tokens,
+  which the forest does not carry) or "turns" (t21: each turn as 1, from the tree alone, as the
+  simulations' gate counts environment steps).
   `base_top` (0: off): the base share goes, in equal parts, only to the `base_top` eligible nodes
   with the highest next-turn entropy among those not yet forked (one child), as entropy forking
   picks its forks (ties to the older node; forked nodes only where too few unforked ones exist):
@@ -63,7 +66,8 @@ EPS = 1e-6
 V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "rho": 0.5, "q0": 1.0,
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
       "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "base_top": 0, "cost": "branches",
-      "unc": "turn", "trie": False, "gate_m": 1, "base_cost_max": 1 / 3, "base_peak": 1.5}
+      "unc": "turn", "trie": False, "gate_m": 1, "base_cost_max": 1 / 3, "base_peak": 1.5,
+      "base_cost_unit": "tokens"}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
@@ -199,13 +203,18 @@ def success_estimate(tv: TreeView, beta):
     return p
 
 
-def relative_cost(tv: TreeView, floor=0.05):
+def relative_cost(tv: TreeView, floor=0.05, unit="tokens"):
     """c_v: the mean generated tokens from node v to the episode's end over the finished rollouts
     through v (a turn's generated tokens are its span), divided by the root's; a node with no
     finished rollout below takes its parent's cost less its own turn. Clamped to [floor, 4] so a
-    one-token remainder cannot take the whole tree. All 1 while no rollout of the tree has finished."""
+    one-token remainder cannot take the whole tree. All 1 while no rollout of the tree has finished.
+    `unit` "turns" counts each turn as 1 instead of its tokens: what the forest itself carries (its
+    depths), and what the simulations' cost gate counts (environment steps)."""
     N = len(tv.ids)
-    gen = [float(x.span[1] - x.span[0]) if tv.parent[i] >= 0 else 0.0 for i, x in enumerate(tv.nodes)]
+    if unit not in ("tokens", "turns"):
+        raise ValueError('unit must be "tokens" or "turns", got %r' % (unit,))
+    gen = [(float(x.span[1] - x.span[0]) if unit == "tokens" else 1.0) if tv.parent[i] >= 0 else 0.0
+           for i, x in enumerate(tv.nodes)]
     leaves = [1.0 if tv.terminal[v] else 0.0 for v in range(N)]
     rest = [0.0] * N  # summed tokens from v to its finished leaves
     for v in range(N - 1, 0, -1):  # children have larger local indices than their parents
@@ -319,7 +328,7 @@ def tree_mass(tv: TreeView, budget, knobs):
             if total_a > 0 and knobs["base_where"] in ("cheap", "cheap-peak"):
                 # The tree's base forks, at their relative costs, must cost at most base_cost_max
                 # of a chain on average, or the tree keeps v5's allocation.
-                c = relative_cost(tv)
+                c = relative_cost(tv, unit=knobs["base_cost_unit"])
                 if sum(a[v] * c[v] for v in range(N)) / total_a > knobs["base_cost_max"]:
                     total_a = 0.0
             if total_a > 0:

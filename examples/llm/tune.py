@@ -109,6 +109,10 @@ VARIANTS = {
                            "base_where": "cheap-peak"},
     "v5-top2-peak": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2, "base_where": "peak"},
     "v5-top2-cheap": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2, "base_where": "cheap"},
+    # t21: the same two gates with the cost counted in turns, which the forest carries (its
+    # depths), instead of generated tokens, which it does not: the form a library rule could take
+    "v5-top2-cheap-peak-turns": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2,
+                                 "base_where": "cheap-peak", "base_cost_unit": "turns"},
 }
 
 STATS: dict[str, dict] = {}
@@ -310,7 +314,7 @@ def main() -> int:
     for item in args.set:
         k, v = item.split("=", 1)
         VARIANTS.update({k: json.loads(v)})
-    names = [n for n in args.baselines.split(",") if n] + args.variants.split(",")
+    names = [n for n in args.baselines.split(",") + args.variants.split(",") if n]
     task = get_task(args.task)
     cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit}))
     jobs = [({**cfg, "seed": s}, names, args.check, args.signals) for s in range(args.first_seed, args.first_seed + args.seeds)]
