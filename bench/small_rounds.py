@@ -1,5 +1,5 @@
-"""What a small round costs through `serve --stdio`: the forest of a language-model training step
-(a few trees of a few dozen nodes, as `examples/llm` sends it every turn, about 47 KB as `.npz`)
+"""What a small round costs through `serve --stdio`: a synthetic forest the size of the one
+`examples/llm` sends every turn (8 trees of 40 nodes, 32-wide embeddings, about 47 KB as `.npz`)
 replaced with `add_forest(replace=True)` and planned, round after round. It compares the client
 sending each binary request in one write (`Service.coalesce_bytes`, the default) with streaming
 its parts (coalesce_bytes = 0, what every request did before), two services side by side,

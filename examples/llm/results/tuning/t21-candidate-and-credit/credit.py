@@ -3,7 +3,7 @@ where it samples? Paired by seed: each row's final success under TreeRL's per-le
 tuning default; the t5 and t6 folders) and under GRPO's per-rollout credit (t21-recipe-grpo-credit),
 and the interaction (entropy − chains under one credit, minus the same under the other).
 
-    python3 examples/llm/results/tuning/t21-credit/credit.py
+    python3 examples/llm/results/tuning/t21-candidate-and-credit/credit.py
 """
 
 import json
