@@ -213,8 +213,8 @@ def relative_cost(tv: TreeView, floor=0.05, unit="tokens"):
     N = len(tv.ids)
     if unit not in ("tokens", "turns"):
         raise ValueError('unit must be "tokens" or "turns", got %r' % (unit,))
-    gen = [(float(x.span[1] - x.span[0]) if unit == "tokens" else 1.0) if tv.parent[i] >= 0 else 0.0
-           for i, x in enumerate(tv.nodes)]
+    turn = (lambda x: float(x.span[1] - x.span[0])) if unit == "tokens" else (lambda x: 1.0)
+    gen = [turn(x) if tv.parent[i] >= 0 else 0.0 for i, x in enumerate(tv.nodes)]
     leaves = [1.0 if tv.terminal[v] else 0.0 for v in range(N)]
     rest = [0.0] * N  # summed tokens from v to its finished leaves
     for v in range(N - 1, 0, -1):  # children have larger local indices than their parents
