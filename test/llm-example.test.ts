@@ -202,6 +202,125 @@ print("ok")
   });
 });
 
+describe.skipIf(!haveTorch && !required)('examples/llm: shared prefixes (prefix cache and tree-packed update)', () => {
+  it('packs a hand-built tree with each token once, its positions, predecessors and ancestor-only attention', () => {
+    requireLlm();
+    // Prompt [1, 2]; turn a = [5, 6] answered 9; turn b = [7] answered 9; below a, turn a1 = [3]
+    // answered 4. Weights a 0.5, b −0.25, a1 1 (the root carries none).
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+import numpy as np
+from forest import Forest, Node
+f = Forest.__new__(Forest); f.prompts = []; f.nodes = []; f.tree_nodes = []; f.roots = []
+def add(parent, seq, span):
+    return f._add(Node(0, parent, seq, span, 0, 0, 0))
+r = add(-1, [1, 2], (2, 2)); f.roots.append(r)
+a = add(r, [1, 2, 5, 6, 9], (2, 4)); b = add(r, [1, 2, 7, 9], (2, 3)); a1 = add(a, [1, 2, 5, 6, 9, 3, 4], (5, 6))
+(t,) = f.packed({a: 0.5, b: -0.25, a1: 1.0})
+assert t.tokens == [1, 2, 5, 6, 9, 7, 9, 3, 4], t.tokens
+assert t.positions == [0, 1, 2, 3, 4, 2, 3, 5, 6], t.positions
+assert t.previous == [-1, 0, 1, 2, 3, 1, 5, 4, 7], t.previous
+assert t.weights == [0, 0, 0.5, 0.5, 0, -0.25, 0, 1.0, 0], t.weights
+sees = {i: sorted(np.flatnonzero(t.visible[i]).tolist()) for i in range(9)}
+assert sees[5] == [0, 1, 5] and sees[6] == [0, 1, 5, 6], sees  # b sees the prompt, not a
+assert sees[7] == [0, 1, 2, 3, 4, 7] and sees[8] == [0, 1, 2, 3, 4, 7, 8], sees  # a1 sees the prompt and a, not b
+assert sees[4] == [0, 1, 2, 3, 4], sees
+# Only weighted nodes and their ancestors: weighting a1 alone leaves b out.
+(t2,) = f.packed({a1: 1.0})
+assert t2.tokens == [1, 2, 5, 6, 9, 3, 4], t2.tokens
+assert f.packed({}) == []
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+
+  it('gives the carriers\' loss and gradient from the packed rows, reuses finished rows\' keys and values for forks with the same tokens, and refuses a cache with nothing left to feed', () => {
+    requireLlm();
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+import random, torch, transformers
+torch.set_num_threads(1)
+transformers.logging.set_verbosity_error()
+from decode import Decoder
+from forest import Forest, Grower, stream_uniforms
+from model import build_model, packed_weighted_log_prob, pretrain, weighted_log_prob
+from samplers import EntropySampler
+from tasks import get_task
+import train
+task = get_task("recipe")
+model = build_model(3, task=task)
+pretrain(model, 3, 40, task=task)  # a random policy ends every episode at its first turn: nothing to fork
+prompts = task.make_prompts(random.Random(5), 4)
+grown = {}
+for cache in (False, True):
+    f = Forest(prompts, task)
+    g = Grower(f, model, stream_uniforms(torch.Generator().manual_seed(11)), 600, prefix_cache=cache)
+    EntropySampler().grow(g, model)
+    grown[cache] = (f, g)
+(f, g), (fc, gc) = grown[False], grown[True]
+# The forks copied their prefixes (more than the prompts alone) and sampled exactly the same tokens.
+assert g.cached_prefix_tokens == 0 and gc.cached_prefix_tokens > sum(len(f.nodes[r].seq) for r in f.roots), gc.cached_prefix_tokens
+assert [n.seq for n in f.nodes] == [n.seq for n in fc.nodes]
+assert g.fork_rollouts > 0
+# Every node with a finished rollout below it, weighted at random: the same loss and gradient both ways.
+rng = random.Random(2)
+weights = {v: rng.uniform(-1, 1) for v, n in enumerate(f.nodes) if n.parent >= 0 and n.visits > 0}
+model.train()
+out = []
+for packed in (False, True):
+    model.zero_grad()
+    loss = packed_weighted_log_prob(model, f.packed(weights)) if packed else weighted_log_prob(model, *f.carriers(weights))
+    loss.backward()
+    out.append((float(loss.detach()), torch.cat([p.grad.flatten() for p in model.parameters()])))
+assert abs(out[0][0] - out[1][0]) <= 1e-5 * abs(out[0][0]), out
+assert float((out[0][1] - out[1][1]).norm()) <= 1e-5 * float(out[0][1].norm())
+assert model.config._attn_implementation == "eager"  # the packed call's SDPA is undone
+# "auto" takes the layout that pads to fewer positions; an unknown layout is refused.
+train.ADVANTAGES["fixed"] = lambda forest: weights
+opt = torch.optim.SGD(model.parameters(), lr=0.0)
+train.policy_update(model, opt, f, 4, "fixed", "auto")
+expect = "trees" if train.padded(f.packed(weights)) < train.padded(f.carriers(weights)[0]) else "leaves"
+assert f.update_rows == expect, (f.update_rows, expect)
+try:
+    train.policy_update(model, opt, f, 4, "fixed", "nodes"); raise SystemExit("accepted update_rows 'nodes'")
+except ValueError as e:
+    assert "update_rows" in str(e)
+# A decoder whose rows copy an earlier row's first n tokens gives the logits of one that computed them.
+model.eval()
+seq = f.nodes[max(range(len(f.nodes)), key=lambda v: len(f.nodes[v].seq))].seq
+whole = Decoder(model, [seq[:30]], task.max_sequence)
+kv = whole.row_cache(0)
+assert kv[0].shape[2] == 30
+copied = Decoder(model, [seq[:30], seq[:12]], task.max_sequence, [(kv[0][:, :, :29], kv[1][:, :, :29]), (kv[0][:, :, :5], kv[1][:, :, :5])])
+fresh = Decoder(model, [seq[:30], seq[:12]], task.max_sequence)
+assert float((copied.logits - fresh.logits).abs().max()) < 1e-5
+copied.feed([seq[30:33], seq[12:13]]); fresh.feed([seq[30:33], seq[12:13]])
+assert float((copied.logits - fresh.logits).abs().max()) < 1e-5
+try:
+    Decoder(model, [seq[:30]], task.max_sequence, [kv]); raise SystemExit("accepted a cache holding the whole prefix")
+except ValueError as e:
+    assert "one must be left" in str(e)
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+
+  it('--set prefix_cache=true --set update_rows=auto spends exactly the budget and records each step\'s update rows and copied prefix tokens', () => {
+    smokeRun(['--task', 'recipe', '--samplers', 'independent,entropy,trace', '--set', 'prefix_cache=true', '--set', 'update_rows=auto'], (result) => {
+      expectSmokeInvariants(result);
+      for (const r of result.runs) {
+        const steps = r.steps as unknown as Array<{ update_rows: string; cached_prefix_tokens: number; update_nodes: number }>;
+        for (const s of steps) {
+          // No update when every weight was 0; otherwise one of the two layouts.
+          if (s.update_rows === '') expect(s.update_nodes, r.sampler).toBe(0);
+          else expect(['leaves', 'trees']).toContain(s.update_rows);
+          expect(s.cached_prefix_tokens, r.sampler).toBeGreaterThan(0);  // the prompts, at least
+        }
+      }
+    });
+  });
+});
+
 describe.skipIf(!haveTorch && !required)('examples/llm: the recipe task', () => {
   it('scores solved episodes 1 and each way to fail 0, knows where an episode is lost, and trains on its long turns', () => {
     if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);

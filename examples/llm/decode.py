@@ -35,7 +35,14 @@ class Decoder:
     down to the rows left only when fewer than half of its rows are still in use (copying the
     whole cache each time one rollout of a large batch ends cost more than the decoding)."""
 
-    def __init__(self, model, prefixes: list[list[int]], max_sequence: int = MAX_SEQUENCE):
+    def __init__(self, model, prefixes: list[list[int]], max_sequence: int = MAX_SEQUENCE,
+                 cached: list[tuple[torch.Tensor, torch.Tensor] | None] | None = None):
+        """`cached`, per row: None, or the keys and values (each layers × heads × n × head_dim) of
+        the first n tokens of its prefix (n < its length), from an earlier row that held them
+        (`row_cache`): those are copied, not computed again, and only the rest is fed, as a
+        generator with prefix caching does. Causal attention makes a token's key and value depend
+        only on the tokens before it, so they are the same whichever row computed them (up to
+        rounding: the order of the arithmetic differs)."""
         cfg = model.config
         if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn or not cfg.scale_attn_weights:
             raise ValueError("Decoder: only GPT-2's default attention scaling is written out here")
@@ -56,7 +63,19 @@ class Decoder:
         self.slot = list(range(rows))  # the cache row of each logical row
         self._logits: torch.Tensor | None = None  # per cache row
         self._hidden: torch.Tensor | None = None
-        self.feed(prefixes)
+        held = [0] * rows
+        for row, kv in enumerate(cached or []):
+            if kv is None:
+                continue
+            n = kv[0].shape[2]
+            if n >= len(prefixes[row]):
+                raise ValueError("Decoder: row %d's cache holds %d tokens, its prefix only %d (one must be left to feed)"
+                                 % (row, n, len(prefixes[row])))
+            self.keys[:, row, :, :n] = kv[0]
+            self.values[:, row, :, :n] = kv[1]
+            held[row] = n
+        self.lengths += torch.tensor(held, dtype=torch.long, device=self.device)
+        self.feed([p[n:] for p, n in zip(prefixes, held)])
 
     @property
     def rows(self) -> int:
@@ -83,6 +102,11 @@ class Decoder:
             physical[row] = chunk
         self._feed(physical)
         return self.logits, self.hidden
+
+    def row_cache(self, row: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logical row's keys and values so far (each layers × heads × tokens held × head_dim), copied."""
+        slot, n = self.slot[row], int(self.lengths[self.slot[row]])
+        return self.keys[:, slot, :, :n].clone(), self.values[:, slot, :, :n].clone()
 
     def keep(self, rows: list[int]) -> None:
         """Drops every row not in `rows` (kept in that order)."""

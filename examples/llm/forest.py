@@ -54,6 +54,7 @@ class Forest:
         self.nodes: list[Node] = []
         self.tree_nodes: list[list[int]] = []
         self.roots: list[int] = []
+        self.update_rows = ""  # the rows the policy update forwarded: "leaves" or "trees" (train.policy_update)
         for t, p in enumerate(prompts):
             seq = task.prompt_tokens(p)
             # A root has no siblings, so its embedding never enters a contrast.
@@ -203,6 +204,61 @@ class Forest:
         leaves = sorted(per_leaf)
         return [self.nodes[leaf].seq for leaf in leaves], [per_leaf[leaf] for leaf in leaves]
 
+    def packed(self, weights: dict[int, float]) -> list[PackedTree]:
+        """Every tree that holds a weighted node as one row in which each token appears once.
+
+        A carrier repeats its whole prefix, so a tree with many forks is forwarded many times over
+        (on the recipe task entropy forking's carriers pad to 4.4 times the tree's distinct tokens).
+        Here the row holds the weighted nodes and their ancestors, each node's own tokens (the
+        prompt for a root; the turn and the environment's answer otherwise) after its parent's,
+        at their positions in the node's sequence; a token attends to its own node's earlier
+        tokens and to its ancestors' (`PackedTree.visible`), so each token's logits are those of
+        its own sequence. Nodes are in index order, and a parent's index is below its child's."""
+        keep: set[int] = set()
+        for v in weights:
+            while v >= 0 and v not in keep:
+                keep.add(v)
+                v = self.nodes[v].parent
+        rows = []
+        for nodes in self.tree_nodes:
+            mine = [v for v in nodes if v in keep]
+            if not mine:
+                continue
+            slot = {v: i for i, v in enumerate(mine)}
+            ancestors = np.zeros((len(mine), len(mine)), dtype=bool)  # [i, j]: node j is node i or above it
+            tokens, positions, previous, weight, owner = [], [], [], [], []
+            last: dict[int, int] = {}  # node → packed index of its last token
+            for i, v in enumerate(mine):
+                n = self.nodes[v]
+                if n.parent >= 0:
+                    ancestors[i] = ancestors[slot[n.parent]]
+                ancestors[i, i] = True
+                start = len(self.nodes[n.parent].seq) if n.parent >= 0 else 0
+                a, b = n.span
+                w = weights.get(v, 0.0)
+                for j in range(start, len(n.seq)):
+                    previous.append(len(tokens) - 1 if j > start else last.get(n.parent, -1))
+                    tokens.append(n.seq[j])
+                    positions.append(j)
+                    weight.append(w if a <= j < b else 0.0)
+                    owner.append(i)
+                last[v] = len(tokens) - 1
+            node_of = np.array(owner)
+            # An ancestor's tokens all come before a node's, so "not after it" only bites within a node.
+            visible = ancestors[node_of[:, None], node_of[None, :]] & np.tri(len(tokens), dtype=bool)
+            rows.append(PackedTree(tokens, positions, previous, weight, visible))
+        return rows
+
+
+@dataclass
+class PackedTree:
+    """One tree's tokens for the policy update, each once (`Forest.packed`). L tokens:"""
+    tokens: list[int]  # (L,) token ids, a node's tokens after its parent's
+    positions: list[int]  # (L,) each token's position in its own sequence
+    previous: list[int]  # (L,) the packed index of the token before it in its sequence, −1 for the first
+    weights: list[float]  # (L,) the weight of log π(token | its sequence before it)
+    visible: np.ndarray  # (L, L) bool: [i, j] token i attends to token j
+
 
 # Uniform random numbers for the next token of each rollout: (rollout index in the run, tokens it
 # has generated so far) per active rollout → a tensor of uniforms, one per rollout.
@@ -245,8 +301,15 @@ class Grower:
     """Generates turns with the policy, batched, against one budget of generated tokens.
     With `embed` False (evaluation) nodes get no embedding."""
 
-    def __init__(self, forest: Forest, model, uniforms: Uniforms, budget: int, embed: bool = True):
+    def __init__(self, forest: Forest, model, uniforms: Uniforms, budget: int, embed: bool = True,
+                 prefix_cache: bool = False):
         self.forest, self.model, self.uniforms, self.budget, self.embed = forest, model, uniforms, budget, embed
+        # With `prefix_cache`, a rollout that starts below a prompt copies its prefix's keys and
+        # values from a finished rollout that passed through its start node instead of computing
+        # them again (a generator's prefix caching); `cached_prefix_tokens` counts what was saved.
+        self.prefix_cache = prefix_cache
+        self._held: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # node → a finished row's keys and values
+        self.cached_prefix_tokens = 0
         self.used = 0
         self.started = 0
         self.finished = 0
@@ -271,7 +334,14 @@ class Grower:
             self.truncated += len(active)
             return 0
         self.runs += 1
-        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active], f.task.max_sequence)
+        cached = None
+        if self.prefix_cache:
+            cached = []
+            for a in active:
+                kv, n = self._held.get(a.node), len(f.nodes[a.node].seq) - 1
+                cached.append((kv[0][:, :, :n], kv[1][:, :, :n]) if kv is not None else None)
+                self.cached_prefix_tokens += n if kv is not None else 0
+        decoder = Decoder(self.model, [f.nodes[a.node].seq for a in active], f.task.max_sequence, cached)
         end, cap = f.task.end, f.task.max_turn_tokens
         # Per row, the sum of the hidden states the current turn's tokens were decoded from.
         turn_hidden = torch.zeros_like(decoder.hidden) if self.embed else None
@@ -305,6 +375,8 @@ class Grower:
                     nid = f.add_turn(a.node, a.turn, a.entropies, embedding)
                     if f.nodes[nid].terminal:
                         self.finished += 1
+                        if self.prefix_cache:
+                            self._hold(decoder, row, f.nodes[nid].parent)
                         if a.fork:
                             self.fork_rollouts += 1
                             self.fork_tokens += a.tokens
@@ -331,3 +403,16 @@ class Grower:
         self.started += began
         self.generate_s += time.perf_counter() - t0
         return began
+
+    def _hold(self, decoder: Decoder, row: int, node: int) -> None:
+        """Keeps `row`'s keys and values for `node` and its ancestors that have none yet (a row
+        holds every token of its rollout's open nodes: an environment's answer is fed with the
+        next turn's first token)."""
+        path = []
+        while node >= 0 and node not in self._held:
+            path.append(node)
+            node = self.forest.nodes[node].parent
+        if path:
+            kv = decoder.row_cache(row)
+            for v in path:
+                self._held[v] = kv

@@ -133,10 +133,10 @@ def install() -> None:
         self.forest.__dict__.setdefault("run_marks", []).append(len(self.forest.nodes))
         return run(self, starts)
 
-    def update_with_signals(model, opt, forest, prompts, advantage="treerl-leaf"):
+    def update_with_signals(model, opt, forest, prompts, advantage="treerl-leaf", rows="leaves"):
         if advantage == "treerl-leaf":  # leaf_weights' per-leaf shares are this credit's
             pending.update(gradient_signals(model, forest, prompts, T.node_weights(forest, advantage)))
-        return update(model, opt, forest, prompts, advantage)
+        return update(model, opt, forest, prompts, advantage, rows)
 
     def metrics_with_signals(forest):
         m = metrics(forest)

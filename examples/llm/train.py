@@ -16,7 +16,7 @@ import transformers
 from allocator_client import AllocatorClient
 from decode import max_logit_gap
 from forest import Forest, Grower, fixed_uniforms, stream_uniforms
-from model import build_model, pretrain, weighted_log_prob
+from model import build_model, packed_weighted_log_prob, pretrain, weighted_log_prob
 from samplers import EntropySampler, IndependentSampler, TraceSampler, UniformSampler, pack
 from tasks import CALCULATOR, Task, get_task
 
@@ -73,6 +73,16 @@ class Config:
     # the root's fresh share of 1, so on the same evidence it sets how much of a step goes to forks
     # (README, "A larger contest gain").
     contest_gain: str = ""
+    # How a step's generation and update treat the prefixes rollouts share (results/shared-prefixes/
+    # measures both; neither changes what is computed beyond rounding). `prefix_cache`: a rollout
+    # started below a prompt copies its prefix's keys and values from a finished rollout instead of
+    # prefilling it again (a generator's prefix caching). `update_rows`: "leaves" forwards one row
+    # per finished leaf that carries a weighted turn (`Forest.carriers`, the committed runs); "trees"
+    # one row per tree, each distinct token once under a tree-shaped attention mask (`Forest.packed`);
+    # "auto" whichever of the two pads to fewer positions that step (chains: leaves; entropy
+    # forking: trees). Off and "leaves" by default, so the committed runs reproduce seed for seed.
+    prefix_cache: bool = False
+    update_rows: str = "leaves"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
     layers: int = 2
     hidden: int = 64
@@ -127,19 +137,37 @@ def node_weights(forest: Forest, advantage: str) -> dict[int, float]:
     return ADVANTAGES[advantage](forest)
 
 
-def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf") -> tuple[float, int]:
-    """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used)."""
+UPDATE_ROWS = ("leaves", "trees", "auto")
+
+
+def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf",
+                  rows: str = "leaves") -> tuple[float, int]:
+    """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used).
+    `rows`: one of UPDATE_ROWS (`Config.update_rows`); the loss is the same sum either way."""
+    if rows not in UPDATE_ROWS:
+        raise ValueError("update_rows must be one of %s, got %r" % (", ".join(UPDATE_ROWS), rows))
     adv = node_weights(forest, advantage)
     if not adv:
         return 0.0, 0
-    seqs, weights = forest.carriers(adv)
     model.train()
-    loss = -weighted_log_prob(model, seqs, weights) / prompts
+    seqs, weights = forest.carriers(adv) if rows != "trees" else ([], [])
+    trees = forest.packed(adv) if rows != "leaves" else []
+    forest.update_rows = "trees" if rows == "trees" or (rows == "auto" and padded(trees) < padded(seqs)) else "leaves"
+    if forest.update_rows == "trees":
+        loss = -packed_weighted_log_prob(model, trees) / prompts
+    else:
+        loss = -weighted_log_prob(model, seqs, weights) / prompts
     opt.zero_grad()
     loss.backward()
     opt.step()
     model.eval()
     return float(loss.detach()), len(adv)
+
+
+def padded(rows: list) -> int:
+    """Positions a batch of these rows (token lists or `PackedTree`s) is padded to."""
+    lengths = [len(r.tokens) if hasattr(r, "tokens") else len(r) for r in rows]
+    return len(lengths) * max(lengths, default=0)
 
 
 def tree_metrics(forest: Forest) -> dict:
@@ -210,10 +238,11 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
             batch = [prompts[(step * cfg.prompts_per_step + i) % len(prompts)] for i in range(cfg.prompts_per_step)]
             forest = Forest(batch, task)
             # Sketched TRACE rows record no hidden state (the same tokens are sampled either way).
-            grower = Grower(forest, model, uniforms, budget, embed=getattr(sampler, "sketch", None) is None)
+            grower = Grower(forest, model, uniforms, budget, embed=getattr(sampler, "sketch", None) is None,
+                            prefix_cache=cfg.prefix_cache)
             sampler.grow(grower, model)
             t1 = time.perf_counter()
-            loss, nodes = policy_update(model, opt, forest, len(batch), cfg.advantage)
+            loss, nodes = policy_update(model, opt, forest, len(batch), cfg.advantage, cfg.update_rows)
             t2 = time.perf_counter()
             step_s += t2 - t0
             update_s += t2 - t1
@@ -225,6 +254,7 @@ def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torc
             per_step.append({"tokens": grower.used, "rollouts": grower.started, "finished": grower.finished,
                              "truncated": grower.truncated, "successes": successes, "nodes": len(forest.nodes),
                              "batches": grower.runs, "loss": loss, "update_nodes": nodes, **tree_metrics(forest),
+                             "update_rows": forest.update_rows, "cached_prefix_tokens": grower.cached_prefix_tokens,
                              "chain_rollouts": grower.chain_rollouts, "chain_tokens": grower.chain_tokens,
                              "fork_rollouts": grower.fork_rollouts, "fork_tokens": grower.fork_tokens,
                              **({"alpha": sampler.adam.alpha, "tau": sampler.adam.tau} if getattr(sampler, "adam", None) else {})})

@@ -165,9 +165,11 @@ def leaf_advantages(forest) -> dict[int, float]:
     return {v: a * forest.nodes[v].visits for v, a in forest.advantages().items()}
 
 
-def policy_update(model, opt, forest, prompts, advantage="treerl"):
+def policy_update(model, opt, forest, prompts, advantage="treerl", rows="leaves"):
     if advantage != "treerl-leaf":
-        return ORIGINAL_UPDATE(model, opt, forest, prompts, advantage)
+        return ORIGINAL_UPDATE(model, opt, forest, prompts, advantage, rows)
+    if rows != "leaves":
+        raise ValueError("tune.py's treerl-leaf update forwards one row per carrying leaf; update_rows %r is train.py's" % rows)
     adv = leaf_advantages(forest)
     if not adv:
         return 0.0, 0
