@@ -304,9 +304,10 @@ class Grower:
     def __init__(self, forest: Forest, model, uniforms: Uniforms, budget: int, embed: bool = True,
                  prefix_cache: bool = False):
         self.forest, self.model, self.uniforms, self.budget, self.embed = forest, model, uniforms, budget, embed
-        # With `prefix_cache`, a rollout that starts below a prompt copies its prefix's keys and
-        # values from a finished rollout that passed through its start node instead of computing
-        # them again (a generator's prefix caching); `cached_prefix_tokens` counts what was saved.
+        # With `prefix_cache`, a rollout copies its start node's keys and values (a prompt's too)
+        # from a finished rollout that passed through that node instead of computing them again
+        # (a generator's prefix caching); `cached_prefix_tokens` counts the tokens copied. Valid
+        # while the policy is unchanged: a Grower serves one step.
         self.prefix_cache = prefix_cache
         self._held: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # node → a finished row's keys and values
         self.cached_prefix_tokens = 0

@@ -82,34 +82,37 @@ def weighted_log_prob(model: GPT2LMHeadModel, seqs: list[list[int]], weights: li
 def packed_weighted_log_prob(model: GPT2LMHeadModel, trees: list) -> torch.Tensor:
     """`weighted_log_prob` over `Forest.packed` rows: the same sum, each distinct token forwarded once.
 
-    The rows are right-padded; a padding token sees only itself and no real token sees it. The
-    tree-shaped mask goes to the `transformers` model as an additive float mask (a boolean 4-D mask
-    is not read as "may attend" by this version's GPT-2: its logits differed by 0.1), under SDPA
-    attention for this call: a row is a whole tree (hundreds of tokens), and eager attention's
-    separate passes over the rows × heads × L × L scores cost 2.7 times as much here (entropy
-    forking's update on the recipe task, 0.27 s against 0.10 s a step)."""
+    The sums are equal when every weighted node has a finished leaf below it (every credit's do:
+    only nodes with visits are weighted), since `carriers` drops the others. The rows are
+    right-padded; a padding token sees only itself and no real token sees it. The tree-shaped
+    mask goes to the `transformers` model as an additive float mask (under its eager attention a
+    boolean 4-D mask is added as 0 and 1, not read as "may attend"), with SDPA attention for this
+    call: a row is a whole tree (hundreds of tokens), and eager attention's separate passes over
+    the rows × heads × L × L scores cost 2.7 times as much here (entropy forking's update on the
+    recipe task, 0.27 s against 0.10 s a step)."""
     device = next(model.parameters()).device
     width = max(len(t.tokens) for t in trees)
     ids = torch.full((len(trees), width), PAD, dtype=torch.long)
     positions = torch.zeros((len(trees), width), dtype=torch.long)
     visible = torch.eye(width, dtype=torch.bool).repeat(len(trees), 1, 1)
-    previous, weights = [], []
+    targets = []  # (row, packed index of the token before, token, weight) per weighted token
     for r, t in enumerate(trees):
         n = len(t.tokens)
         ids[r, :n] = torch.tensor(t.tokens, dtype=torch.long)
         positions[r, :n] = torch.tensor(t.positions, dtype=torch.long)
         visible[r, :n, :n] = torch.from_numpy(t.visible)
-        previous += [(r, p, tok, w) for p, tok, w in zip(t.previous, t.tokens, t.weights) if p >= 0 and w != 0.0]
+        targets += [(r, p, tok, w) for p, tok, w in zip(t.previous, t.tokens, t.weights) if p >= 0 and w != 0.0]
     dtype = next(model.parameters()).dtype
     mask = torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, float("-inf"))[:, None]
     before = model.config._attn_implementation
     model.set_attn_implementation("sdpa")
     try:
-        logits = model(input_ids=ids.to(device), position_ids=positions.to(device), attention_mask=mask.to(device)).logits
+        logits = model(input_ids=ids.to(device), position_ids=positions.to(device), attention_mask=mask.to(device),
+                       use_cache=False).logits
     finally:
         model.set_attn_implementation(before)
-    if not previous:
+    if not targets:
         return logits.sum() * 0.0
-    row, at, token, weight = (torch.tensor(x, device=device) for x in zip(*previous))
+    row, at, token, weight = (torch.tensor(x, device=device) for x in zip(*targets))
     logp = torch.log_softmax(logits[row, at].float(), dim=-1)
     return (logp.gather(1, token[:, None]).squeeze(1) * weight.float()).sum()

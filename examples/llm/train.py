@@ -75,12 +75,12 @@ class Config:
     contest_gain: str = ""
     # How a step's generation and update treat the prefixes rollouts share (results/shared-prefixes/
     # measures both; neither changes what is computed beyond rounding). `prefix_cache`: a rollout
-    # started below a prompt copies its prefix's keys and values from a finished rollout instead of
-    # prefilling it again (a generator's prefix caching). `update_rows`: "leaves" forwards one row
+    # copies its start node's keys and values from a finished rollout through it instead of
+    # prefilling them again (a generator's prefix caching). `update_rows`: "leaves" forwards one row
     # per finished leaf that carries a weighted turn (`Forest.carriers`, the committed runs); "trees"
     # one row per tree, each distinct token once under a tree-shaped attention mask (`Forest.packed`);
-    # "auto" whichever of the two pads to fewer positions that step (chains: leaves; entropy
-    # forking: trees). Off and "leaves" by default, so the committed runs reproduce seed for seed.
+    # "auto" whichever of the two costs less that step by `update_cost`. Off and "leaves" by
+    # default, so the committed runs reproduce seed for seed.
     prefix_cache: bool = False
     update_rows: str = "leaves"
     eval_check: bool = False  # evaluate each final policy again with other random numbers (the pilot's noise split)
@@ -152,7 +152,7 @@ def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "tr
     model.train()
     seqs, weights = forest.carriers(adv) if rows != "trees" else ([], [])
     trees = forest.packed(adv) if rows != "leaves" else []
-    forest.update_rows = "trees" if rows == "trees" or (rows == "auto" and padded(trees) < padded(seqs)) else "leaves"
+    forest.update_rows = "trees" if rows == "trees" or (rows == "auto" and update_cost(trees) < update_cost(seqs)) else "leaves"
     if forest.update_rows == "trees":
         loss = -packed_weighted_log_prob(model, trees) / prompts
     else:
@@ -164,10 +164,16 @@ def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "tr
     return float(loss.detach()), len(adv)
 
 
-def padded(rows: list) -> int:
-    """Positions a batch of these rows (token lists or `PackedTree`s) is padded to."""
+def update_cost(rows: list) -> float:
+    """A forward and backward pass's relative cost over these rows (token lists or `PackedTree`s),
+    padded to the longest: positions × (1 + width / 200). Per position the feed-forward part is
+    constant and attention grows with the width; fitted on this CPU (the recipe task, seed 5,
+    both layouts timed on chains, chains at 2× tokens and entropy forking): a tree row of 600
+    tokens cost 27 µs a position, of 1,250 tokens 49. Position count alone picked tree rows for
+    chains at 2× tokens, whose rows of 1,200–1,400 tokens took 2–2.6 times the leaves' time."""
     lengths = [len(r.tokens) if hasattr(r, "tokens") else len(r) for r in rows]
-    return len(lengths) * max(lengths, default=0)
+    width = max(lengths, default=0)
+    return len(lengths) * width * (1 + width / 200)
 
 
 def tree_metrics(forest: Forest) -> dict:

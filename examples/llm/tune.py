@@ -165,11 +165,9 @@ def leaf_advantages(forest) -> dict[int, float]:
     return {v: a * forest.nodes[v].visits for v, a in forest.advantages().items()}
 
 
-def policy_update(model, opt, forest, prompts, advantage="treerl", rows="leaves"):
+def policy_update(model, opt, forest, prompts, advantage="treerl"):
     if advantage != "treerl-leaf":
-        return ORIGINAL_UPDATE(model, opt, forest, prompts, advantage, rows)
-    if rows != "leaves":
-        raise ValueError("tune.py's treerl-leaf update forwards one row per carrying leaf; update_rows %r is train.py's" % rows)
+        return ORIGINAL_UPDATE(model, opt, forest, prompts, advantage)
     adv = leaf_advantages(forest)
     if not adv:
         return 0.0, 0
