@@ -289,7 +289,8 @@ losses = {rows: train.policy_update(model, opt, f, 4, "fixed", rows)[0] for rows
 assert abs(losses["leaves"] - losses["trees"]) <= 1e-5 * abs(losses["leaves"]), losses
 train.policy_update(model, opt, f, 4, "fixed", "auto")
 assert f.update_rows == "trees", f.update_rows
-assert train.update_cost([[0] * 40] * 2) < train.update_cost([[0] * 75])
+assert train.update_cost([40, 40]) < train.update_cost([75])
+assert f.packed_lengths(weights) == [len(t.tokens) for t in f.packed(weights)]
 try:
     train.policy_update(model, opt, f, 4, "fixed", "nodes"); raise SystemExit("accepted update_rows 'nodes'")
 except ValueError as e:

@@ -204,6 +204,22 @@ class Forest:
         leaves = sorted(per_leaf)
         return [self.nodes[leaf].seq for leaf in leaves], [per_leaf[leaf] for leaf in leaves]
 
+    def _with_ancestors(self, nodes) -> set[int]:
+        keep: set[int] = set()
+        for v in nodes:
+            while v >= 0 and v not in keep:
+                keep.add(v)
+                v = self.nodes[v].parent
+        return keep
+
+    def packed_lengths(self, weights: dict[int, float]) -> list[int]:
+        """The token count of each of `packed`'s rows, without building them."""
+        lengths: dict[int, int] = {}
+        for v in self._with_ancestors(weights):
+            n = self.nodes[v]
+            lengths[n.tree] = lengths.get(n.tree, 0) + len(n.seq) - (len(self.nodes[n.parent].seq) if n.parent >= 0 else 0)
+        return [lengths[t] for t in sorted(lengths)]
+
     def packed(self, weights: dict[int, float]) -> list[PackedTree]:
         """Every tree that holds a weighted node as one row in which each token appears once.
 
@@ -214,11 +230,7 @@ class Forest:
         at their positions in the node's sequence; a token attends to its own node's earlier
         tokens and to its ancestors' (`PackedTree.visible`), so each token's logits are those of
         its own sequence. Nodes are in index order, and a parent's index is below its child's."""
-        keep: set[int] = set()
-        for v in weights:
-            while v >= 0 and v not in keep:
-                keep.add(v)
-                v = self.nodes[v].parent
+        keep = self._with_ancestors(weights)
         rows = []
         for nodes in self.tree_nodes:
             mine = [v for v in nodes if v in keep]

@@ -151,11 +151,11 @@ def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "tr
         return 0.0, 0
     model.train()
     seqs, weights = forest.carriers(adv) if rows != "trees" else ([], [])
-    trees = forest.packed(adv) if rows != "leaves" else []
-    forest.update_rows = "trees" if rows == "trees" or (rows == "auto" and update_cost(trees) < update_cost(seqs)) else "leaves"
-    if forest.update_rows == "trees":
-        loss = -packed_weighted_log_prob(model, trees) / prompts
+    if rows == "trees" or (rows == "auto" and update_cost(forest.packed_lengths(adv)) < update_cost([len(s) for s in seqs])):
+        forest.update_rows = "trees"
+        loss = -packed_weighted_log_prob(model, forest.packed(adv)) / prompts
     else:
+        forest.update_rows = "leaves"
         loss = -weighted_log_prob(model, seqs, weights) / prompts
     opt.zero_grad()
     loss.backward()
@@ -164,14 +164,13 @@ def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "tr
     return float(loss.detach()), len(adv)
 
 
-def update_cost(rows: list) -> float:
-    """A forward and backward pass's relative cost over these rows (token lists or `PackedTree`s),
-    padded to the longest: positions × (1 + width / 200). Per position the feed-forward part is
+def update_cost(lengths: list[int]) -> float:
+    """A forward and backward pass's relative cost over rows of these lengths, padded to the
+    longest: positions × (1 + width / 200). Per position the feed-forward part is
     constant and attention grows with the width; fitted on this CPU (the recipe task, seed 5,
     both layouts timed on chains, chains at 2× tokens and entropy forking): a tree row of 600
     tokens cost 27 µs a position, of 1,250 tokens 49. Position count alone picked tree rows for
     chains at 2× tokens, whose rows of 1,200–1,400 tokens took 2–2.6 times the leaves' time."""
-    lengths = [len(r.tokens) if hasattr(r, "tokens") else len(r) for r in rows]
     width = max(lengths, default=0)
     return len(lengths) * width * (1 + width / 200)
 
