@@ -17,7 +17,7 @@ import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
@@ -310,13 +310,23 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--task", default="calculator", help="a task of tasks.py, with its own settings (as run.py applies them)")
+    ap.add_argument("--config", action="append", default=[],
+                    help="KEY=VALUE: a train.Config field for every row, as run.py's --set (e.g. prefix_cache=true)")
     args = ap.parse_args()
     for item in args.set:
         k, v = item.split("=", 1)
         VARIANTS.update({k: json.loads(v)})
     names = [n for n in args.baselines.split(",") + args.variants.split(",") if n]
     task = get_task(args.task)
-    cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit}))
+    types = {f.name: type(f.default) for f in fields(T.Config)}
+    settings = {}
+    for item in args.config:
+        k, v = item.split("=", 1)
+        if k not in types or k in ("seed", "task", "steps", "advantage"):
+            raise SystemExit("--config: %r is not a train.Config field tune.py leaves to it" % k)
+        settings[k] = v.lower() in ("1", "true", "yes") if types[k] is bool else types[k](v)
+    cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit,
+                             **settings}))
     jobs = [({**cfg, "seed": s}, names, args.check, args.signals) for s in range(args.first_seed, args.first_seed + args.seeds)]
     runs: list[dict] = []
     out = Path(args.out) if args.out else None
