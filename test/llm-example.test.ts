@@ -458,12 +458,14 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('view must be one of trie, plain');
       // Runs committed before these settings existed sent the plain forest and each turn's own
-      // entropy, which compare.py, --resume and merge.py assume; uncertainty's default has moved since.
+      // entropy, prefilled every prefix and updated on carrier leaves, which compare.py, --resume
+      // and merge.py assume; uncertainty's default has moved since.
       expectPythonOk(`import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
 from train import Config
 from report import LATER_SETTINGS
-assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": ""}, LATER_SETTINGS
+assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
 assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == ""
+assert Config().prefix_cache is False and Config().update_rows == "leaves"
 print("ok")`);
       // The contest gain reaches the service with every plan: one out of its range is refused there, by name.
       const wide = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'contest_gain=-1',
