@@ -205,6 +205,7 @@ class Forest:
         return [self.nodes[leaf].seq for leaf in leaves], [per_leaf[leaf] for leaf in leaves]
 
     def _with_ancestors(self, nodes) -> set[int]:
+        """`nodes` and every ancestor of each."""
         keep: set[int] = set()
         for v in nodes:
             while v >= 0 and v not in keep:

@@ -143,7 +143,8 @@ UPDATE_ROWS = ("leaves", "trees", "auto")
 def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf",
                   rows: str = "leaves") -> tuple[float, int]:
     """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used).
-    `rows`: one of UPDATE_ROWS (`Config.update_rows`); the loss is the same sum either way."""
+    `rows`: one of UPDATE_ROWS (`Config.update_rows`); the loss is the same sum either way (every
+    credit weighs only nodes with a finished rollout below them, which both layouts hold)."""
     if rows not in UPDATE_ROWS:
         raise ValueError("update_rows must be one of %s, got %r" % (", ".join(UPDATE_ROWS), rows))
     adv = node_weights(forest, advantage)
@@ -170,7 +171,7 @@ def update_cost(lengths: list[int]) -> float:
     constant and attention grows with the width; fitted on this CPU (the recipe task, seed 5,
     both layouts timed on chains, chains at 2× tokens and entropy forking): a tree row of 600
     tokens cost 27 µs a position, of 1,250 tokens 49. Position count alone picked tree rows for
-    chains at 2× tokens, whose rows of 1,200–1,400 tokens took 2–2.6 times the leaves' time."""
+    chains at 2× tokens, whose rows of 1,200–1,400 tokens took 2.0–3.1 times the leaves' time."""
     width = max(lengths, default=0)
     return len(lengths) * width * (1 + width / 200)
 

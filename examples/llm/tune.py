@@ -230,7 +230,7 @@ def run_seed(args) -> list[dict]:
     cfg = T.Config(**cfg_dict)
     table = T.eval_table(cfg)
     prompts, model, info = T.seed_setup(cfg, table)
-    first = T.evaluate(model, prompts, cfg.eval_samples, table)
+    first = T.evaluate(model, prompts, cfg.eval_samples, table, get_task(cfg.task))
     checker = service_checker() if check else None
     out = []
     for name in names:
