@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import warnings
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -35,7 +35,7 @@ from allocator_client import default_rule, service_command  # noqa: E402
 from charts import write_charts  # noqa: E402
 from report import as_run, markdown, summarize  # noqa: E402
 from tasks import TASKS, get_task  # noqa: E402
-from train import SAMPLERS, Config, run_seed  # noqa: E402
+from train import SAMPLERS, Config, config_value, run_seed  # noqa: E402
 
 # The comparison the committed run is sized for (`--full-seeds`).
 PRIMARY = ("independent", "trace")
@@ -138,11 +138,11 @@ def main() -> int:
                  **(task.settings.get(args.profile, {}) if args.profile != "cpu" else {})}
     if task.name != Config.task:
         overrides["task"] = task.name
-    types = {f.name: type(f.default) for f in fields(Config)}
     for key, value in sets:
-        if key not in types:
-            raise SystemExit("--set: Config has no field %r (fields: %s)" % (key, ", ".join(types)))
-        overrides[key] = value.lower() in ("1", "true", "yes") if types[key] is bool else types[key](value)
+        try:
+            overrides[key] = config_value(key, value)
+        except LookupError as err:
+            raise SystemExit("--set: %s" % err) from None
     samplers = args.samplers.split(",")
     unknown = [s for s in samplers if s not in SAMPLERS]
     if unknown:

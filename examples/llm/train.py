@@ -8,7 +8,7 @@ import random
 import resource
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import transformers
@@ -101,6 +101,16 @@ def seed_setup(cfg: Config, table: torch.Tensor):
         done = lambda: evaluate(model, prompts, cfg.eval_samples, table, task)["success"] >= cfg.pretrain_until  # noqa: E731
     loss, taken = pretrain(model, cfg.seed, cfg.pretrain_steps, done=done, task=task)
     return prompts, model, {"pretrain_loss": loss, "pretrain_steps_taken": taken, "pretrain_s": time.perf_counter() - t0}
+
+
+def config_value(key: str, text: str):
+    """A `Config` field's value from its command-line text (`run.py --set`, `tune.py --config`):
+    "1", "true" or "yes" for a boolean, else the field's type applied to the text. LookupError
+    when Config has no such field."""
+    types = {f.name: type(f.default) for f in fields(Config)}
+    if key not in types:
+        raise LookupError("Config has no field %r (fields: %s)" % (key, ", ".join(types)))
+    return text.lower() in ("1", "true", "yes") if types[key] is bool else types[key](text)
 
 
 def eval_table(cfg: Config, stream: int = 1) -> torch.Tensor:

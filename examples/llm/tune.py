@@ -17,7 +17,7 @@ import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -318,13 +318,15 @@ def main() -> int:
         VARIANTS.update({k: json.loads(v)})
     names = [n for n in args.baselines.split(",") + args.variants.split(",") if n]
     task = get_task(args.task)
-    types = {f.name: type(f.default) for f in fields(T.Config)}
     settings = {}
     for item in args.config:
         k, v = item.split("=", 1)
-        if k not in types or k in ("seed", "task", "steps", "advantage"):
-            raise SystemExit("--config: %r is not a train.Config field tune.py leaves to it" % k)
-        settings[k] = v.lower() in ("1", "true", "yes") if types[k] is bool else types[k](v)
+        if k in ("seed", "task", "steps", "advantage"):
+            raise SystemExit("--config: tune.py sets %r itself (--first-seed, --task, --steps, --credit)" % k)
+        try:
+            settings[k] = T.config_value(k, v)
+        except LookupError as err:
+            raise SystemExit("--config: %s" % err) from None
     cfg = asdict(T.Config(**{**task.settings.get("cpu", {}), "task": task.name, "steps": args.steps, "advantage": args.credit,
                              **settings}))
     jobs = [({**cfg, "seed": s}, names, args.check, args.signals) for s in range(args.first_seed, args.first_seed + args.seeds)]
