@@ -11,6 +11,12 @@ runs: v5 − chains in final and mean success, points, 95% t-interval over seeds
 alone (the replication), on the committed seeds, and on all 120 pooled; and, on the new seeds,
 v5's step time as a multiple of chains' step in the same seed's run. The committed folders ran
 v5 in an invocation of its own, on another day's machine load, so their step times do not pair.
+
+A second table pairs v5 on the recipe task with the rows the committed recipe folders ran on
+fewer seeds (`../recipe/`, `../recipe-entropy-more/`: entropy forking and chains at 1.5× the
+tokens, seeds 0–51), and with those two rows on seeds 52–119 (`recipe-other-rows/`, run after
+the first table's results were known; the analysis was fixed before it ran). Every folder's
+chains are the same runs seed for seed, so any two rows of one seed pair.
 """
 
 from __future__ import annotations
@@ -57,6 +63,33 @@ def line(label: str, pairs: dict[int, dict[str, dict]], timed: bool) -> str:
     return "| %s | %d (%d–%d) | %s |" % (label, len(seeds), seeds[0], seeds[-1], " | ".join(cells))
 
 
+# (folder, {its row name → the row's name in the second table}); rows a folder lacks are simply absent.
+RECIPE_ROWS = (
+    ("recipe", {"independent": "chains", "entropy": "entropy forking", "independent-1.5x": "chains at 1.5× tokens"}),
+    ("recipe-entropy-more", {"independent": "chains", "entropy": "entropy forking", "independent-1.5x": "chains at 1.5× tokens"}),
+    ("recipe-next-uncertainty", {"independent": "chains", "trace-v5": "v5"}),
+    ("replication/recipe", {"independent": "chains", "trace": "v5"}),
+    ("replication/recipe-other-rows", {"entropy": "entropy forking", "independent-1.5x": "chains at 1.5× tokens"}),
+)
+RECIPE_PAIRS = (("v5", "chains"), ("entropy forking", "chains"), ("chains at 1.5× tokens", "chains"),
+                ("entropy forking", "v5"), ("v5", "chains at 1.5× tokens"), ("entropy forking", "chains at 1.5× tokens"))
+
+
+def recipe_rows() -> dict[tuple[str, int], float]:
+    """(row, seed) → final success over the recipe folders; refuses a seed whose row differs between folders."""
+    final: dict[tuple[str, int], float] = {}
+    for folder, names in RECIPE_ROWS:
+        for r in json.loads((HERE.parent / folder / "results.json").read_text())["runs"]:
+            name = names.get(r["sampler"])
+            if name is None:
+                continue
+            key = (name, r["seed"])
+            if key in final and final[key] != r["final_success"]:
+                raise SystemExit("%s seed %d differs between folders (%s)" % (name, r["seed"], folder))
+            final[key] = r["final_success"]
+    return final
+
+
 def main() -> None:
     print("| task, seeds | seeds | v5 − chains, final success (points) | mean success (points) | v5 step ÷ chains' step, same run |")
     print("|---|---|---|---|---|")
@@ -67,6 +100,14 @@ def main() -> None:
         print(line("%s, replication" % task, new, True))
         print(line("%s, committed" % task, old, False))
         print(line("%s, pooled" % task, {**old, **new}, False))
+    final = recipe_rows()
+    print()
+    print("| recipe task, final success | seeds | points |")
+    print("|---|---|---|")
+    for a, b in RECIPE_PAIRS:
+        seeds = sorted(s for (name, s) in final if name == a and (b, s) in final)
+        m = mean_interval([100 * (final[a, s] - final[b, s]) for s in seeds])
+        print("| %s − %s | %d (%d–%d) | %+.1f [%+.1f, %+.1f] |" % (a, b, len(seeds), seeds[0], seeds[-1], m["mean"], *m["ci95"]))
 
 
 if __name__ == "__main__":
