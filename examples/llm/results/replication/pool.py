@@ -27,6 +27,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parent / "shared-prefixes"))
+from pair import pooled_finals, print_pairs  # noqa: E402
 from stats import mean_interval  # noqa: E402
 
 # task → (committed folder, its v5 row; replication folder, its v5 row)
@@ -63,7 +65,7 @@ def line(label: str, pairs: dict[int, dict[str, dict]], timed: bool) -> str:
     return "| %s | %d (%d–%d) | %s |" % (label, len(seeds), seeds[0], seeds[-1], " | ".join(cells))
 
 
-# (folder, {its row name → the row's name in the second table}); rows a folder lacks are simply absent.
+# (folder, {its row name → the row's name in the second table}), as `pair.pooled_finals` reads them.
 RECIPE_ROWS = (
     ("recipe", {"independent": "chains", "entropy": "entropy forking", "independent-1.5x": "chains at 1.5× tokens"}),
     ("recipe-entropy-more", {"independent": "chains", "entropy": "entropy forking", "independent-1.5x": "chains at 1.5× tokens"}),
@@ -73,21 +75,6 @@ RECIPE_ROWS = (
 )
 RECIPE_PAIRS = (("v5", "chains"), ("entropy forking", "chains"), ("chains at 1.5× tokens", "chains"),
                 ("entropy forking", "v5"), ("v5", "chains at 1.5× tokens"), ("entropy forking", "chains at 1.5× tokens"))
-
-
-def recipe_rows() -> dict[tuple[str, int], float]:
-    """(row, seed) → final success over the recipe folders; refuses a seed whose row differs between folders."""
-    final: dict[tuple[str, int], float] = {}
-    for folder, names in RECIPE_ROWS:
-        for r in json.loads((HERE.parent / folder / "results.json").read_text())["runs"]:
-            name = names.get(r["sampler"])
-            if name is None:
-                continue
-            key = (name, r["seed"])
-            if key in final and final[key] != r["final_success"]:
-                raise SystemExit("%s seed %d differs between folders (%s)" % (name, r["seed"], folder))
-            final[key] = r["final_success"]
-    return final
 
 
 def main() -> None:
@@ -100,15 +87,8 @@ def main() -> None:
         print(line("%s, replication" % task, new, True))
         print(line("%s, committed" % task, old, False))
         print(line("%s, pooled" % task, {**old, **new}, False))
-    final = recipe_rows()
     print()
-    print("| recipe task, final success | seeds | points |")
-    print("|---|---|---|")
-    for a, b in RECIPE_PAIRS:
-        seeds = sorted(s for (name, s) in final if name == a and (b, s) in final)
-        m = mean_interval([100 * (final[a, s] - final[b, s]) for s in seeds])
-        print("| %s − %s | %d (%d–%d) | %+.1f [%+.1f, %+.1f] |" % (a, b, len(seeds), seeds[0], seeds[-1], m["mean"], *m["ci95"]))
-
+    print_pairs(pooled_finals(RECIPE_ROWS), RECIPE_PAIRS, "recipe task, final success")
 
 if __name__ == "__main__":
     main()
