@@ -9,5 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // A private TMPDIR for the run; fails it if a test leaves files there or in the working tree.
     globalSetup: ['test/stray-writes.ts'],
+    // fast-check's seed for every property that names none: the same cases on every run.
+    setupFiles: ['test/setup-fast-check.ts'],
   },
 });

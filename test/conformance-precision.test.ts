@@ -14,9 +14,10 @@ import { caseArb } from './reference/arbitrary.js';
 import { scoreFile } from './reference/cli.js';
 import { comparePlans } from './reference/compare.js';
 import { DEFAULT_PARAMS, referencePlan, type SpecForest, type SpecNode } from './reference/spec.js';
+import { PROPERTY_SEED } from './property-seed.js';
 
 const RUNS = Math.max(1, Math.round(Number(process.env.CONFORMANCE_RUNS ?? 60) / 6));
-const SEED = process.env.CONFORMANCE_SEED === undefined ? undefined : Number(process.env.CONFORMANCE_SEED);
+const SEED = process.env.CONFORMANCE_SEED === undefined ? PROPERTY_SEED : Number(process.env.CONFORMANCE_SEED);
 
 const workDir = mkdtempSync(join(tmpdir(), 'trace-alloc-prec-'));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));

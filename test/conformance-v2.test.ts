@@ -21,9 +21,10 @@ import { runCli, scoreFileV2, v2Flags, type V2FlagOptions } from './reference/cl
 import { comparePlans } from './reference/compare.js';
 import type { PlanTree, SpecForest, SpecNode, SpecTree } from './reference/spec.js';
 import { EPS, referencePlanV2, V2_DEFAULTS, type V2Params, type V2Plan, type V2Result } from './reference/v2.js';
+import { PROPERTY_SEED } from './property-seed.js';
 
 const RUNS = Number(process.env.CONFORMANCE_RUNS ?? 40);
-const SEED = process.env.CONFORMANCE_SEED === undefined ? undefined : Number(process.env.CONFORMANCE_SEED);
+const SEED = process.env.CONFORMANCE_SEED === undefined ? PROPERTY_SEED : Number(process.env.CONFORMANCE_SEED);
 
 const workDir = mkdtempSync(join(tmpdir(), 'trace-alloc-conf-v2-'));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));

@@ -20,10 +20,11 @@ import { caseArb, indistinguishableCaseArb, type Case } from './reference/arbitr
 import { comparePlans } from './reference/compare.js';
 import { runCli, scoreFlags } from './reference/cli.js';
 import { childrenOf, liveness, referencePlan, type Plan, type SpecForest, type SpecTree } from './reference/spec.js';
+import { PROPERTY_SEED } from './property-seed.js';
 
 const NUM_RUNS = Number(process.env.CONFORMANCE_RUNS ?? 60);
 const EXACT_RUNS = Math.max(1, Math.round(NUM_RUNS / 3));
-const SEED = process.env.CONFORMANCE_SEED === undefined ? undefined : Number(process.env.CONFORMANCE_SEED);
+const SEED = process.env.CONFORMANCE_SEED === undefined ? PROPERTY_SEED : Number(process.env.CONFORMANCE_SEED);
 
 // ------------------------------------------------------------------ running
 

@@ -14,9 +14,10 @@ import { packForest } from '../src/forest/packed.js';
 import { LiveSession } from '../src/live/protocol.js';
 import { scoreCpu } from '../src/score/cpu.js';
 import { Rng } from '../src/util/random.js';
+import { PROPERTY_SEED } from './property-seed.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
-const SEED = Number(process.env.FUZZ_SEED ?? 1 + Math.floor(Math.random() * 1e9));
+const SEED = Number(process.env.FUZZ_SEED ?? PROPERTY_SEED ?? 1 + Math.floor(Math.random() * 1e9));
 const STEPS = 70;
 /** The session's --max-group-size: small, so that requests over it are easy to make. */
 const MAX_GROUP = 4;
