@@ -154,6 +154,29 @@ describe('allocation (SPEC §4) — properties', () => {
     }), { numRuns: RUNS });
   });
 
+  it('v3, v4, v5: two rollouts per live tree at μ = 1, q0 = 1 give every live tree exactly 2, whatever the evidence (ALGORITHM.md, Global budget)', () => {
+    fc.assert(fc.property(forestArb({ maxTrees: 12 }), fc.constantFrom('v3' as const, 'v4' as const, 'v5' as const), (input, rule) => {
+      const f = packForest(input);
+      const s = scoreCpu(f, { rule });
+      const a0 = allocate(f, s, { budget: 0, rule });
+      let liveTrees = 0;
+      for (let t = 0; t < f.treeCount; t++) liveTrees += a0.live[rowOf(f, t, 0)];
+      const a = allocate(f, s, { totalBudget: 2 * liveTrees, minPerTree: 1, rule });
+      for (let t = 0; t < f.treeCount; t++) expect(a.treeBudget[t]).toBe(a0.live[rowOf(f, t, 0)] ? 2 : 0);
+    }), { numRuns: RUNS });
+    // The statement is about two per tree: at four, a prompt whose first steps disagree draws more.
+    const leaf = (reward: number): NodeInput => ({ parent: 0, reward, visits: 1, terminal: true });
+    const forest = packForest({ dim: 0, trees: [
+      { id: 'mixed', nodes: [{ parent: -1, reward: 0.5, visits: 2 }, leaf(1), leaf(0)] },
+      { id: 'failed', nodes: [{ parent: -1, reward: 0, visits: 2 }, leaf(0), leaf(0)] },
+    ] });
+    for (const rule of ['v3', 'v4', 'v5'] as const) {
+      const scores = scoreCpu(forest, { rule });
+      expect(Array.from(allocate(forest, scores, { totalBudget: 4, minPerTree: 1, rule }).treeBudget)).toEqual([2, 2]);
+      expect(Array.from(allocate(forest, scores, { totalBudget: 8, minPerTree: 1, rule }).treeBudget)).toEqual([5, 3]);
+    }
+  });
+
   it('is deterministic', () => {
     fc.assert(fc.property(forestArb(), configArb, (input, config) => {
       const f = packForest(input);
