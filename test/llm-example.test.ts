@@ -438,16 +438,19 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
     });
   }, 2 * 110_000 + 20_000); // two run.py spawns, each allowed 110 s: on a loaded machine the default 120 s is not enough
 
-  it('--set forest_view=trie --set uncertainty=next --set contest_gain=16 send the prefix trie with the next turns\' entropy under κ = 16 and spend exactly the budget; other values are refused', () => {
+  it('--set forest_view=trie --set uncertainty=next --set contest_gain=16 --set tree_floor=1000000 send the prefix trie with the next turns\' entropy under κ = 16 and q0 = 10⁶ and spend exactly the budget; other values are refused', () => {
     requireLlm();
     inScratch((out, env) => {
       const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--task', 'recipe', '--samplers', 'trace', '--set', 'forest_view=trie',
-        '--set', 'uncertainty=next', '--set', 'contest_gain=16', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+        '--set', 'uncertainty=next', '--set', 'contest_gain=16', '--set', 'tree_floor=1000000', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
       expect(run.status, run.stderr).toBe(0);
       const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: (Run & { last_forest_turns: number })[] };
       const trace = result.runs[0];
-      expect((trace.config as unknown as { forest_view: string; uncertainty: string; contest_gain: string })).toMatchObject({ forest_view: 'trie', uncertainty: 'next', contest_gain: '16' });
-      expect(readFileSync(join(out, 'results', 'summary.md'), 'utf8')).toContain("TRACE rows' contest gain κ = 16");
+      expect((trace.config as unknown as { forest_view: string; uncertainty: string; contest_gain: string; tree_floor: string }))
+        .toMatchObject({ forest_view: 'trie', uncertainty: 'next', contest_gain: '16', tree_floor: '1000000' });
+      const summary = readFileSync(join(out, 'results', 'summary.md'), 'utf8');
+      expect(summary).toContain("TRACE rows' contest gain κ = 16");
+      expect(summary).toContain("TRACE rows' tree floor q0 = 1000000");
       expect(trace.steps.map((s) => s.tokens)).toEqual(Array(trace.config.steps).fill(trace.config.tokens_per_step));
       expect(trace.launched).toBe(trace.planned_branches);
       expect(trace.plan_budget_mismatches).toBe(0);
@@ -463,8 +466,8 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
       expectPythonOk(`import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
 from train import Config
 from report import LATER_SETTINGS
-assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
-assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == ""
+assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
+assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == "" and Config().tree_floor == ""
 assert Config().prefix_cache is False and Config().update_rows == "leaves"
 print("ok")`);
       // The contest gain reaches the service with every plan: one out of its range is refused there, by name.
@@ -476,12 +479,17 @@ print("ok")`);
         '--out', join(out, 'word')], { encoding: 'utf8', timeout: 110_000, env });
       expect(word.status).not.toBe(0);
       expect(word.stderr).toContain("contest_gain must be a number or empty (the rule's default), got 'high'");
+      // So does the tree floor: 0 is outside (0, 1e6], refused by the service by name.
+      const floor = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'tree_floor=0',
+        '--out', join(out, 'floor')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(floor.status).not.toBe(0);
+      expect(floor.stderr).toContain('treeFloor must be a number in (0, 1e6], got 0');
       const worse = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'uncertainty=before',
         '--out', join(out, 'worse')], { encoding: 'utf8', timeout: 110_000, env });
       expect(worse.status).not.toBe(0);
       expect(worse.stderr).toContain('uncertainty must be one of turn, next');
     });
-  }, 5 * 110_000 + 20_000);
+  }, 6 * 110_000 + 20_000);
 
   it('--resume keeps the runs already written, runs only the missing (seed, sampler) pairs, and refuses other settings', () => {
     requireLlm();

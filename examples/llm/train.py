@@ -73,6 +73,11 @@ class Config:
     # the root's fresh share of 1, so on the same evidence it sets how much of a step goes to forks
     # (README, "A larger contest gain").
     contest_gain: str = ""
+    # The tree floor q0 the TRACE rows ask of each plan (`--tree-floor`): "" leaves the rule's own
+    # default (1 for v3–v5); a number sets it. Each round's budget is split over the prompts in
+    # proportion to q0 + the intensity of the prompt's first fork, so a large q0 (10⁶) gives every
+    # prompt the same share, as chains do (README, "Which part of v5 costs the calculator").
+    tree_floor: str = ""
     # How a step's generation and update treat the prefixes rollouts share (results/shared-prefixes/
     # measures both; neither changes what is computed beyond rounding). `prefix_cache`: a rollout
     # copies its start node's keys and values from a finished rollout through it instead of
@@ -225,12 +230,15 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
         return UniformSampler(random.Random(cfg.seed * 13 + 5))
     if name == "entropy":
         return EntropySampler()
-    try:
-        gain = float(cfg.contest_gain) if cfg.contest_gain else None
-    except ValueError:
-        raise ValueError("contest_gain must be a number or empty (the rule's default), got %r" % cfg.contest_gain) from None
+    def number(field: str) -> float | None:
+        text = getattr(cfg, field)
+        try:
+            return float(text) if text else None
+        except ValueError:
+            raise ValueError("%s must be a number or empty (the rule's default), got %r" % (field, text)) from None
     return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding,
-                        view=cfg.forest_view, uncertainty=cfg.uncertainty, contest_gain=gain)
+                        view=cfg.forest_view, uncertainty=cfg.uncertainty, contest_gain=number("contest_gain"),
+                        tree_floor=number("tree_floor"))
 
 
 def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,
