@@ -299,6 +299,16 @@ def tree_mass(tv: TreeView, budget, knobs):
     for v in range(1, N):
         if reach[v] and not tv.terminal[v] and region_claim[region[v]] > 0:
             claim[v] += region_claim[region[v]] * spread(v)
+    hists = getattr(tv, "cost_hist", None)
+    if hists is not None:
+        # t23 (diagnostic): the claims on non-root nodes by the relative cost of a rollout started
+        # there, in tenths of a chain's (relative_cost; 0.9 and over in the last), counted in
+        # generated tokens and in turns
+        for unit, hist in hists.items():
+            c = relative_cost(tv, unit=unit)
+            for v in range(1, N):
+                if claim[v] > 0:
+                    hist[min(9, int(c[v] * 10))] += claim[v]
     if knobs["base"] > 0:
         vis = [tv.reward[v] for v in range(N) if tv.visits[v] > 0]
         if knobs["base_where"] != "mixed" or (vis and max(vis) > min(vis)):
@@ -370,11 +380,16 @@ def plan(forest, total, knobs, min_per_tree=1, diag=None):
     """Per tree of the forest: a list of (trainer node id, branches). With `diag` (a dict), adds
     to its counts: `trees` (live trees given a budget), `contested` (those with a reached contested
     fork), `budget`, `fork_mass` (the budget's real-valued mass off the root, before rounding),
-    `fork_units` (whole branches off the root) and `base_trees` (those given a base share)."""
+    `fork_units` (whole branches off the root) and `base_trees` (those given a base share). A
+    `diag` holding `cost_hist` ({unit: 10 bins} for "tokens" and "turns") also gets the claims on
+    non-root nodes added there by tenths of relative cost (the forest's nodes need their spans)."""
     knobs = {**V3, **knobs}
     if knobs["trie"]:
         forest = PrefixTrie(forest)
     views = [TreeView(forest, t, knobs) for t in range(len(forest.tree_nodes))]
+    if diag is not None and "cost_hist" in diag:
+        for tv in views:
+            tv.cost_hist = diag["cost_hist"]
     q = []
     for tv in views:
         if not tv.live[0]:

@@ -124,7 +124,7 @@ class ProtoSampler:
         self.plans = self.root = self.placed = 0
         self.mismatches = 0
         self.alloc_s = 0.0
-        self.diag: dict = {}
+        self.diag: dict = {"cost_hist": {"tokens": [0.0] * 10, "turns": [0.0] * 10}}
 
     def grow(self, g: Grower, model) -> None:
         f = g.forest
@@ -156,7 +156,11 @@ class ProtoSampler:
                             "contested_share": d.get("contested", 0) / max(1, d.get("trees", 0)),
                             "fork_mass_share": d.get("fork_mass", 0.0) / max(1, d.get("budget", 0)),
                             "fork_unit_share": d.get("fork_units", 0) / max(1, d.get("budget", 0)),
-                            "base_tree_share": d.get("base_trees", 0) / max(1, d.get("trees", 0))}
+                            "base_tree_share": d.get("base_trees", 0) / max(1, d.get("trees", 0)),
+                            # t23: the claims on non-root nodes by the relative cost of a rollout
+                            # started there, in tenths of a chain's (the last bin: 0.9 and over),
+                            # counted in generated tokens and in turns
+                            "claim_by_cost": d.get("cost_hist")}
 
 
 def leaf_advantages(forest) -> dict[int, float]:
