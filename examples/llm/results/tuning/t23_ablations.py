@@ -11,7 +11,7 @@ Ablations of the library's default rule, each a plan or example setting and noth
 - "rounds of 4": `--set trace_rollouts_per_tree=4`: each plan places 4 rollouts per prompt
   instead of 2, half as many plans and generation batches a step; at 2 the split over prompts
   cannot move a rollout (docs/ALGORITHM.md, "Global budget"), at 4 it can, and "rounds of 4,
-  equal split" takes it away again.
+  equal split" takes it away again (on the recipe task only that row was run).
 Chains and v5 themselves: on the calculator the `t23-calculator-v5/` run; on the recipe task
 the tune.py rows of the same seeds (chains: t5-recipe-base, t6-recipe-base; v5, `visits2-next`,
 the prototype that gives the service's v5 plans: t17-recipe-visits2, t17-recipe-visits2-more),
@@ -42,6 +42,7 @@ ROWS = {
         "chains": [("t5-recipe-base", "independent"), ("t6-recipe-base", "independent")],
         "v5": [("t17-recipe-visits2", "visits2-next"), ("t17-recipe-visits2-more", "visits2-next")],
         "v5, no forks": [("t23-recipe-no-forks", "trace")],
+        "v5, rounds of 4, equal split": [("t23-recipe-rounds-of-4-equal-split", "trace")],
     },
 }
 # (row, the row it is checked against): every difference below, and how many seeds end identically
