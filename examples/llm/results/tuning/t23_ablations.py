@@ -26,6 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+from report import _mixed_ratio, _steps_mean  # noqa: E402
 from stats import mean_interval  # noqa: E402
 
 # task -> row -> [(folder, sampler in that folder)]
@@ -62,10 +63,8 @@ def runs_of(folder: str) -> list[dict]:
 
 
 def mixed(run: dict) -> float:
-    if "mixed" in run:
-        return run["mixed"]
-    steps = run["steps"]
-    return sum(s["mixed_groups"] for s in steps) / max(1, sum(s["scored_groups"] for s in steps))
+    """tune.py records the share itself; run.py keeps the steps it is counted from."""
+    return run["mixed"] if "mixed" in run else _mixed_ratio(run)
 
 
 def forks_per_step(run: dict) -> float | None:
@@ -73,8 +72,7 @@ def forks_per_step(run: dict) -> float | None:
         return 0.0
     if "forks_per_step" in run:
         return run["forks_per_step"]
-    steps = run.get("steps")
-    return sum(s["fork_rollouts"] for s in steps) / len(steps) if steps else None
+    return _steps_mean(run, "fork_rollouts") if run.get("steps") else None
 
 
 def load(task: str) -> dict[str, dict[int, dict]]:
