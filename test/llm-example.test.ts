@@ -438,19 +438,20 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
     });
   }, 2 * 110_000 + 20_000); // two run.py spawns, each allowed 110 s: on a loaded machine the default 120 s is not enough
 
-  it('--set forest_view=trie --set uncertainty=next --set contest_gain=16 --set tree_floor=1000000 send the prefix trie with the next turns\' entropy under κ = 16 and q0 = 10⁶ and spend exactly the budget; other values are refused', () => {
+  it('--set forest_view=trie --set uncertainty=next --set contest_gain=16 --set tree_floor=1000000 --set fork_keep=1 send the prefix trie with the next turns\' entropy under κ = 16, q0 = 10⁶ and η = 1 and spend exactly the budget; other values are refused', () => {
     requireLlm();
     inScratch((out, env) => {
       const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--task', 'recipe', '--samplers', 'trace', '--set', 'forest_view=trie',
-        '--set', 'uncertainty=next', '--set', 'contest_gain=16', '--set', 'tree_floor=1000000', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
+        '--set', 'uncertainty=next', '--set', 'contest_gain=16', '--set', 'tree_floor=1000000', '--set', 'fork_keep=1', '--out', join(out, 'results')], { encoding: 'utf8', timeout: 110_000, env });
       expect(run.status, run.stderr).toBe(0);
       const result = JSON.parse(readFileSync(join(out, 'results', 'results.json'), 'utf8')) as { runs: (Run & { last_forest_turns: number })[] };
       const trace = result.runs[0];
-      expect((trace.config as unknown as { forest_view: string; uncertainty: string; contest_gain: string; tree_floor: string }))
-        .toMatchObject({ forest_view: 'trie', uncertainty: 'next', contest_gain: '16', tree_floor: '1000000' });
+      expect((trace.config as unknown as { forest_view: string; uncertainty: string; contest_gain: string; tree_floor: string; fork_keep: string }))
+        .toMatchObject({ forest_view: 'trie', uncertainty: 'next', contest_gain: '16', tree_floor: '1000000', fork_keep: '1' });
       const summary = readFileSync(join(out, 'results', 'summary.md'), 'utf8');
       expect(summary).toContain("TRACE rows' contest gain κ = 16");
       expect(summary).toContain("TRACE rows' tree floor q0 = 1000000");
+      expect(summary).toContain("TRACE rows' fork keep η = 1");
       expect(trace.steps.map((s) => s.tokens)).toEqual(Array(trace.config.steps).fill(trace.config.tokens_per_step));
       expect(trace.launched).toBe(trace.planned_branches);
       expect(trace.plan_budget_mismatches).toBe(0);
@@ -466,8 +467,8 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
       expectPythonOk(`import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
 from train import Config
 from report import LATER_SETTINGS
-assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
-assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == "" and Config().tree_floor == ""
+assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "fork_keep": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
+assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == "" and Config().tree_floor == "" and Config().fork_keep == ""
 assert Config().prefix_cache is False and Config().update_rows == "leaves"
 print("ok")`);
       // The contest gain reaches the service with every plan: one out of its range is refused there, by name.
@@ -484,12 +485,17 @@ print("ok")`);
         '--out', join(out, 'floor')], { encoding: 'utf8', timeout: 110_000, env });
       expect(floor.status).not.toBe(0);
       expect(floor.stderr).toContain('treeFloor must be a number in (0, 1e6], got 0');
+      // And the fork keep: 1.5 is outside [0, 1], refused by the service by name.
+      const keep = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'fork_keep=1.5',
+        '--out', join(out, 'keep')], { encoding: 'utf8', timeout: 110_000, env });
+      expect(keep.status).not.toBe(0);
+      expect(keep.stderr).toContain('forkKeep must be a number in [0, 1], got 1.5');
       const worse = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'uncertainty=before',
         '--out', join(out, 'worse')], { encoding: 'utf8', timeout: 110_000, env });
       expect(worse.status).not.toBe(0);
       expect(worse.stderr).toContain('uncertainty must be one of turn, next');
     });
-  }, 6 * 110_000 + 20_000);
+  }, 7 * 110_000 + 20_000);
 
   it('--resume keeps the runs already written, runs only the missing (seed, sampler) pairs, and refuses other settings', () => {
     requireLlm();

@@ -12,7 +12,7 @@ BASELINE = "independent"
 # Settings added to `train.Config` after runs were committed, at the value those runs had: a
 # results.json whose config lacks one was made with that value (uncertainty's default has since
 # moved to "next", with rule v5).
-LATER_SETTINGS = {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "prefix_cache": False, "update_rows": "leaves"}
+LATER_SETTINGS = {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "fork_keep": "", "prefix_cache": False, "update_rows": "leaves"}
 
 
 def as_run(config: dict) -> dict:
@@ -263,7 +263,8 @@ def markdown(result: dict) -> str:
                  result["command"], seeds, c["steps"], c["tokens_per_step"], c["prompts_per_step"], c["prompt_pool"],
                  c["layers"], c["hidden"], c["device"], a.get("default_rule"), a.get("transport"))
              + (" TRACE rows' contest gain κ = %s (the rule's default otherwise)." % c["contest_gain"] if c.get("contest_gain") else "")
-             + (" TRACE rows' tree floor q0 = %s (the rule's default otherwise)." % c["tree_floor"] if c.get("tree_floor") else ""), "",
+             + (" TRACE rows' tree floor q0 = %s (the rule's default otherwise)." % c["tree_floor"] if c.get("tree_floor") else "")
+             + (" TRACE rows' fork keep η = %s (the rule's default otherwise)." % c["fork_keep"] if c.get("fork_keep") else ""), "",
              "## Verdict", ""] + ["- " + x for x in verdict(summ)] + ["",
              "## Success", "",
              "Final success: the policy after the last step, %d sampled episodes per prompt of the pool (temperature 1, "

@@ -182,7 +182,8 @@ def outcome_gains(f: Forest, first_new: int, canon: dict | None = None) -> dict[
 class TraceSampler:
     def __init__(self, name: str, client: AllocatorClient, rollouts_per_tree: int = 2, learn: bool = False,
                  embedding: str = "hidden", view: str = "plain", uncertainty: str = "turn",
-                 contest_gain: float | None = None, tree_floor: float | None = None):
+                 contest_gain: float | None = None, tree_floor: float | None = None,
+                 fork_keep: float | None = None):
         if embedding not in EMBEDDINGS:
             raise ValueError("embedding must be one of %s, got %r" % (", ".join(EMBEDDINGS), embedding))
         if view not in VIEWS:
@@ -190,8 +191,10 @@ class TraceSampler:
         if uncertainty not in UNCERTAINTIES:
             raise ValueError("uncertainty must be one of %s, got %r" % (", ".join(UNCERTAINTIES), uncertainty))
         self.view, self.uncertainty = view, uncertainty
-        # None: the rule's own default; a number is sent with every plan as `contestGain`, `treeFloor`.
-        self.settings = {k: v for k, v in (("contest_gain", contest_gain), ("tree_floor", tree_floor)) if v is not None}
+        # None: the rule's own default; a number is sent with every plan as `contestGain`,
+        # `treeFloor`, `forkKeep`.
+        self.settings = {k: v for k, v in (("contest_gain", contest_gain), ("tree_floor", tree_floor),
+                                           ("fork_keep", fork_keep)) if v is not None}
         self.name, self.client, self.per_tree, self.learn = name, client, rollouts_per_tree, learn
         self.sketch = token_sketch() if embedding == "sketch" else None
         self.adam = AlphaTauAdam() if learn else None

@@ -78,6 +78,11 @@ class Config:
     # proportion to q0 + the intensity of the prompt's first fork, so a large q0 (10⁶) gives every
     # prompt the same share, as chains do (README, "Which part of v5 costs the calculator").
     tree_floor: str = ""
+    # The fork keep η the TRACE rows ask of each plan (`--fork-keep`): "" leaves the rule's own
+    # default (0.25 for v3–v5); a number in [0, 1] sets it. A contested fork starts η of its draw
+    # as new siblings at the fork itself and passes the rest down its kept children, so η = 1
+    # re-samples only the contested decisions (README, "Where a contested fork's draw goes").
+    fork_keep: str = ""
     # How a step's generation and update treat the prefixes rollouts share (results/shared-prefixes/
     # measures both; neither changes what is computed beyond rounding). `prefix_cache`: a rollout
     # copies its start node's keys and values from a finished rollout through it instead of
@@ -238,7 +243,7 @@ def make_sampler(name: str, cfg: Config, client: AllocatorClient | None):
             raise ValueError("%s must be a number or empty (the rule's default), got %r" % (field, text)) from None
     return TraceSampler(name, client, cfg.trace_rollouts_per_tree, learn=name == "trace-learned", embedding=cfg.embedding,
                         view=cfg.forest_view, uncertainty=cfg.uncertainty, contest_gain=number("contest_gain"),
-                        tree_floor=number("tree_floor"))
+                        tree_floor=number("tree_floor"), fork_keep=number("fork_keep"))
 
 
 def train(cfg: Config, sampler_name: str, prompts: list, base_model, table: torch.Tensor, first: dict,
