@@ -177,6 +177,40 @@ describe('allocation (SPEC §4) — properties', () => {
     }
   });
 
+  it('v3, v4, v5 with η = 1: where the root and every contested fork are open, rollouts start only at the root or at a node heading two or more children; chains stay chains (ALGORITHM.md, v3)', () => {
+    const children = (f: PackedForest, v: number) => {
+      const g = f.childGroup[v];
+      return g < 0 ? 0 : f.groupOffset[g + 1] - f.groupOffset[g];
+    };
+    let checked = 0;
+    fc.assert(fc.property(forestArb(), fc.constantFrom('v3' as const, 'v4' as const, 'v5' as const), (input, rule) => {
+      const f = packForest(input);
+      const s = scoreCpu(f, { rule });
+      const a = allocate(f, s, { budget: 16, rule, forkKeep: 1 });
+      for (let t = 0; t < f.treeCount; t++) {
+        const lo = f.treeOffset[t], hi = f.treeOffset[t + 1];
+        // The statement's premise: the root and every node heading a group of two or more are open.
+        let premise = f.terminal[lo] === 0;
+        for (let v = lo; v < hi; v++) if (children(f, v) >= 2 && f.terminal[v]) premise = false;
+        if (!premise) continue;
+        checked++;
+        for (let v = lo + 1; v < hi; v++) if (a.branches[v] > 0) expect(children(f, v)).toBeGreaterThanOrEqual(2);
+      }
+    }), { numRuns: RUNS });
+    expect(checked).toBeGreaterThan(0);
+    // A tree of fresh chains whose outcomes disagree: the root is contested, and η = 1 starts every
+    // rollout there, where the rules' own η (0.25) sends part of the draw down the successful chain.
+    const chains = packForest({ dim: 0, trees: [{ id: 'q', nodes: [
+      { parent: -1, reward: 0.5, visits: 2 }, { parent: 0, reward: 1, visits: 1 }, { parent: 1, reward: 1, visits: 1, terminal: true },
+      { parent: 0, reward: 0, visits: 1 }, { parent: 3, reward: 0, visits: 1, terminal: true },
+    ] }] });
+    for (const rule of ['v3', 'v4', 'v5'] as const) {
+      const scores = scoreCpu(chains, { rule });
+      expect(Array.from(allocate(chains, scores, { budget: 16, rule, forkKeep: 1 }).branches)).toEqual([16, 0, 0, 0, 0]);
+      expect(allocate(chains, scores, { budget: 16, rule }).branches[1]).toBeGreaterThan(0);
+    }
+  });
+
   it('is deterministic', () => {
     fc.assert(fc.property(forestArb(), configArb, (input, config) => {
       const f = packForest(input);
