@@ -1039,6 +1039,45 @@ print("ok")
   });
 });
 
+describe('examples/llm: proto_alloc\'s region spread by hesitation (the t24 tuning candidate), on a hand-computed tree', () => {
+  it('gives a kept child\'s share to its region\'s open nodes in proportion to their next-turn entropy, equally where that is 0 throughout', () => {
+    const code = `
+import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from types import SimpleNamespace as NS
+import numpy as np
+from proto_alloc import V3, TreeView, tree_mass
+
+def forest(turn_entropy):
+    # 0 root; 1 and 2 its first turns; 1 went on to 3 and 5 (success), 2 ended at 4 (failure).
+    # turn_entropy: the token entropy of turns 3 and 5, the next turns after nodes 1 and 3.
+    e3, e5 = turn_entropy
+    spec = [(-1, [1, 2], 0.0, False), (0, [3], 0.3, False), (0, [4], 0.3, False), (1, [5], e3, False),
+            (2, [], 0.1, True), (3, [], e5, True)]
+    reward = [1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    visits = [2, 1, 1, 1, 1, 1]
+    nodes = [NS(parent=p, children=k, uncertainty=u, terminal=t, visits=visits[i], reward_sum=reward[i],
+                embedding=np.ones(4)) for i, (p, k, u, t) in enumerate(spec)]
+    return NS(nodes=nodes, tree_nodes=[list(range(6))], roots=[0])
+
+def mass(f, region):
+    knobs = {**V3, "gate": "visits", "gate_m": 2, "unc": "next", "region": region}
+    return tree_mass(TreeView(f, 0, knobs), 16, knobs)[0]
+
+close = lambda a, b: all(abs(x - y) < 1e-9 for x, y in zip(a, b))
+# The root is contested (1 succeeded, 2 failed); what it passes goes to child 1 (ν = 1), whose
+# region is nodes 1 and 3. Equally: 4.8 each. By hesitation: the next turns' entropies 0.6 and
+# 0.2 split the same 9.6 as 7.2 and 2.4; the root's own claim is untouched.
+equal, hes = mass(forest((0.6, 0.2)), "equal"), mass(forest((0.6, 0.2)), "hesitation")
+assert abs(equal[1] - equal[3]) < 1e-9 and abs(equal[1] + equal[3] - 9.6) < 1e-5, equal
+assert close(hes, [equal[0], 7.2 * equal[1] / 4.8, 0.0, 2.4 * equal[1] / 4.8, 0.0, 0.0]), hes
+# No hesitation anywhere in the region: the equal spread.
+assert close(mass(forest((0.0, 0.0)), "hesitation"), mass(forest((0.0, 0.0)), "equal"))
+print("ok")
+`;
+    expectPythonOk(code);
+  });
+});
+
 describe.skipIf(!haveTorch && !required)('examples/llm: tune.py --signals (the t19 in-loop fork signals) in a training run', () => {
   it('counts every finished rollout once as a fresh chain or a fork, as the grower does, and leaves the training as it is', () => {
     requireLlm();

@@ -44,8 +44,10 @@ compares with the default) and adds the candidate changes as knobs:
   two chains that wrote the same first turns are siblings with identical embeddings.
 - `region`: how a region's amount is spread over its reached open nodes: "equal" (v3), "late"
   (in proportion to each node's position in the region's chain, 1 for its first node: forks that
-  start later cost fewer tokens and re-sample the later turns), or "deep" (all of it on the
-  region's deepest reached open node).
+  start later cost fewer tokens and re-sample the later turns), "deep" (all of it on the
+  region's deepest reached open node), or "hesitation" (t24: in proportion to each node's
+  uncertainty as the scores read it, `unc`; with "next", where the policy hesitated over the
+  next turn, as entropy forking picks; equal where the region's total is 0).
 - `cost`: what a claim buys: "branches" (v3, v4: x_v = B·π_v / Σπ, whatever a branch started at v
   costs) or "tokens" (candidate v5: the claims are shares of the tree's generated tokens, so a
   node's branches are its share divided by the relative cost c_v of a rollout started there,
@@ -261,10 +263,17 @@ def tree_mass(tv: TreeView, budget, knobs):
         region[v] = v if starts else region[p]
         pos[v] = 1 if starts else pos[p] + 1
         if reach[v] and not tv.terminal[v]:
-            open_in[region[v]] += pos[v] if knobs["region"] == "late" else 1
+            open_in[region[v]] += {"late": pos[v], "hesitation": tv.u[v]}.get(knobs["region"], 1)
             if deepest[region[v]] < 0 or pos[v] > pos[deepest[region[v]]]:
                 deepest[region[v]] = v
+    flat = [0] * N  # t24: a region's reached open nodes, for "hesitation" where their total is 0
+    for v in range(1, N):
+        if reach[v] and not tv.terminal[v]:
+            flat[region[v]] += 1
     def spread(v):
+        if knobs["region"] == "hesitation":
+            total = open_in[region[v]]
+            return tv.u[v] / total if total > 0 else 1.0 / flat[region[v]]
         if knobs["region"] == "late":
             return pos[v] / open_in[region[v]]
         if knobs["region"] == "deep":

@@ -98,6 +98,9 @@ VARIANTS = {
     # (v3 with the next turns' entropy went from behind chains to level as κ rose 4 → 8 → 16, t16)
     "visits2-next-k16": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 16.0},
     "visits2-next-k64": {"gate": "visits", "gate_m": 2, "unc": "next", "kappa": 64.0},
+    # t24: v5 whose pass down a kept child is spread over that child's region by each open node's
+    # next-turn entropy (where the policy hesitated) instead of equally
+    "visits2-next-hes": {"gate": "visits", "gate_m": 2, "unc": "next", "region": "hesitation"},
     # t19: v5 with base9-all's fork share, in every tree (the ablation) or only in trees whose base
     # forks cost at most a third of a chain on average (the cost gate)
     "v5-base9-all": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_where": "all"},
