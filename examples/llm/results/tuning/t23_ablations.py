@@ -75,9 +75,10 @@ def forks_per_step(run: dict) -> float | None:
     return _steps_mean(run, "fork_rollouts") if run.get("steps") else None
 
 
-def load(task: str) -> dict[str, dict[int, dict]]:
+def load(task: str, table: dict = ROWS) -> dict[str, dict[int, dict]]:
+    """Each row of `table[task]` (row -> [(folder, sampler)]) as {seed: run}."""
     rows: dict[str, dict[int, dict]] = {}
-    for row, sources in ROWS[task].items():
+    for row, sources in table[task].items():
         got: dict[int, dict] = {}
         for folder, sampler in sources:
             for r in runs_of(folder):
@@ -94,32 +95,36 @@ def interval(xs: list[float]) -> str:
     return "%+.1f [%+.1f, %+.1f]" % (m["mean"], m["ci95"][0], m["ci95"][1])
 
 
+def print_task(task: str, rows: dict[str, dict[int, dict]], pairs: list[tuple[str, str]]) -> None:
+    """One task's rows (seeds, means, mixed-outcome share, forks) and paired differences."""
+    print("\n## %s task (tuning seeds)\n" % task)
+    # No step times: the rows ran in separate invocations under different loads (run.py's
+    # own summary.md in each folder pairs the times of the rows that ran together).
+    print("| row | seeds | final % | mean % | mixed-outcome groups % | forks per step |")
+    print("|---|---|---|---|---|---|")
+    for row, runs in rows.items():
+        seeds = sorted(runs)
+        avg = lambda f: sum(f(runs[s]) for s in seeds) / len(seeds)
+        fk = [forks_per_step(runs[s]) for s in seeds]
+        print("| %s | %d–%d (%d) | %.1f | %.1f | %.1f | %s |" % (
+            row, seeds[0], seeds[-1], len(seeds), 100 * avg(lambda r: r["final_success"]),
+            100 * avg(lambda r: r["mean_success"]), 100 * avg(mixed),
+            "%.1f" % (sum(fk) / len(fk)) if None not in fk else "—"))
+    print("\n| difference | paired seeds | finals identical | final success, points | mean success, points |")
+    print("|---|---|---|---|---|")
+    for a, b in pairs:
+        if a not in rows or b not in rows:
+            continue
+        seeds = sorted(set(rows[a]) & set(rows[b]))
+        fin = [100 * (rows[a][s]["final_success"] - rows[b][s]["final_success"]) for s in seeds]
+        mean = [100 * (rows[a][s]["mean_success"] - rows[b][s]["mean_success"]) for s in seeds]
+        same = sum(rows[a][s]["final_success"] == rows[b][s]["final_success"] for s in seeds)
+        print("| %s − %s | %d | %d | %s | %s |" % (a, b, len(seeds), same, interval(fin), interval(mean)))
+
+
 def main() -> int:
     for task in ROWS:
-        rows = load(task)
-        print("\n## %s task (tuning seeds)\n" % task)
-        # No step times: the rows ran in separate invocations under different loads (run.py's
-        # own summary.md in each folder pairs the times of the rows that ran together).
-        print("| row | seeds | final % | mean % | mixed-outcome groups % | forks per step |")
-        print("|---|---|---|---|---|---|")
-        for row, runs in rows.items():
-            seeds = sorted(runs)
-            avg = lambda f: sum(f(runs[s]) for s in seeds) / len(seeds)
-            fk = [forks_per_step(runs[s]) for s in seeds]
-            print("| %s | %d–%d (%d) | %.1f | %.1f | %.1f | %s |" % (
-                row, seeds[0], seeds[-1], len(seeds), 100 * avg(lambda r: r["final_success"]),
-                100 * avg(lambda r: r["mean_success"]), 100 * avg(mixed),
-                "%.1f" % (sum(fk) / len(fk)) if None not in fk else "—"))
-        print("\n| difference | paired seeds | finals identical | final success, points | mean success, points |")
-        print("|---|---|---|---|---|")
-        for a, b in PAIRS:
-            if a not in rows or b not in rows:
-                continue
-            seeds = sorted(set(rows[a]) & set(rows[b]))
-            fin = [100 * (rows[a][s]["final_success"] - rows[b][s]["final_success"]) for s in seeds]
-            mean = [100 * (rows[a][s]["mean_success"] - rows[b][s]["mean_success"]) for s in seeds]
-            same = sum(rows[a][s]["final_success"] == rows[b][s]["final_success"] for s in seeds)
-            print("| %s − %s | %d | %d | %s | %s |" % (a, b, len(seeds), same, interval(fin), interval(mean)))
+        print_task(task, load(task), PAIRS)
     return 0
 
 
