@@ -12,6 +12,11 @@ and prints, per sampler, the mean milliseconds per training step of:
   the grower's own work (sampling, turns, embeddings);
 - update: the policy-gradient step;
 and the prefix tokens prefilled per step, as fed and as padded.
+
+With `--replay`, the trace rows' rounds are then sent again to a fresh service, back to back
+with nothing between them (the same forests and plan settings, in order): what a round's sync
+and plan cost when neither process waited on the other's work, beside what they cost in the
+training loop, where generation runs between rounds.
 """
 
 from __future__ import annotations
@@ -45,10 +50,54 @@ def timed(owner, name: str, key: str) -> None:
     setattr(owner, name, wrapper)
 
 
+ROUNDS: list = []  # with --replay: each trace round's sync arguments and plan settings
+# The client's own methods, untimed: the replay must neither be recorded again nor timed twice.
+SYNC, PLAN = allocator_client.AllocatorClient.sync_forest, allocator_client.AllocatorClient.plan
+UNWRAPPED: dict = {}
+
+
+def capture() -> None:
+    """Records every sync and plan from here on (`replay` puts the client's own methods back)."""
+    sync, plan = allocator_client.AllocatorClient.sync_forest, allocator_client.AllocatorClient.plan
+    UNWRAPPED.update(sync_forest=SYNC, plan=PLAN)
+
+    def capture_sync(self, *args):
+        ROUNDS.append([[a.copy() if hasattr(a, "copy") else list(a) for a in args], None])
+        return sync(self, *args)
+
+    def capture_plan(self, **kwargs):
+        ROUNDS[-1][1] = kwargs
+        return plan(self, **kwargs)
+    allocator_client.AllocatorClient.sync_forest = capture_sync
+    allocator_client.AllocatorClient.plan = capture_plan
+
+
+def replay() -> tuple[float, float]:
+    """Mean ms of a sync and of a plan over the captured rounds, sent back to back."""
+    for name, method in UNWRAPPED.items():
+        setattr(allocator_client.AllocatorClient, name, method)
+    client = allocator_client.AllocatorClient()
+    sync_s = plan_s = 0.0
+    try:
+        for args, kwargs in ROUNDS:
+            t0 = time.perf_counter()
+            client.sync_forest(*args)
+            t1 = time.perf_counter()
+            client.plan(**kwargs)
+            sync_s, plan_s = sync_s + t1 - t0, plan_s + time.perf_counter() - t1
+    finally:
+        client.close()
+    return 1e3 * sync_s / len(ROUNDS), 1e3 * plan_s / len(ROUNDS)
+
+
 def main() -> None:
+    replaying = "--replay" in sys.argv
     timed(samplers, "pack", "pack")  # TraceSampler.grow looks `pack` up in its module at call time
     timed(allocator_client.AllocatorClient, "sync_forest", "sync")
     timed(allocator_client.AllocatorClient, "plan", "plan")
+    if replaying:
+        sys.argv.remove("--replay")
+        capture()  # around the timers, so they time the calls and not the copies
     prefill = decode.Decoder.__init__
 
     def init(self, model, prefixes, *args, **kwargs):
@@ -109,6 +158,18 @@ def main() -> None:
         print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f / %.0f |" % (
             name, n, ms("grow") + ms("update"), ms("pack"), ms("sync"), ms("plan"), ms("prefill"), decode_ms, rest,
             ms("update"), TIME[name, "prefill_fed"] / n, TIME[name, "prefill_padded"] / n))
+    if replaying:
+        ROUNDS[:] = [r for r in ROUNDS if r[1] is not None]  # the last sync, outside the steps, has no plan
+        rounds = len(ROUNDS)
+        sync_ms, plan_ms = replay()
+        loop = lambda key: 1e3 * TIME["trace", key] / rounds  # noqa: E731
+        print()
+        print("Trace rounds: %d (%.1f a step). Mean ms a round:" % (rounds, rounds / steps["trace"]))
+        print()
+        print("| | sync | plan |")
+        print("|---|---|---|")
+        print("| in the training loop | %.2f | %.2f |" % (loop("sync"), loop("plan")))
+        print("| replayed back to back | %.2f | %.2f |" % (sync_ms, plan_ms))
 
 
 if __name__ == "__main__":
