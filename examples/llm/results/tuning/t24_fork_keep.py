@@ -29,7 +29,8 @@ ROWS = {
                    "v5 (prototype), regions by hesitation": [("t24-calculator-hesitation", "visits2-next-hes")]},
     "recipe": {"chains": T23["recipe"]["chains"] + [("t21-recipe-seeds-248-271", "independent")],
                "v5 (prototype)": T23["recipe"]["v5"] + [("t21-recipe-seeds-248-271", "visits2-next")],
-               "v5 (prototype), regions by hesitation": [("t24-recipe-hesitation", "visits2-next-hes")]},
+               "v5 (prototype), regions by hesitation": [("t24-recipe-hesitation", "visits2-next-hes")],
+               "v5, η = 1": [("t24-recipe-fork-keep-1", "trace")]},
 }
 PAIRS = [("v5", "chains"), ("v5, η = 1", "chains"), ("v5, η = 1", "v5"), ("v5 (prototype)", "v5"),
          ("v5 (prototype)", "chains"), ("v5 (prototype), regions by hesitation", "v5 (prototype)"),
