@@ -457,10 +457,6 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
       expect(trace.plan_budget_mismatches).toBe(0);
       expect(trace.service_stats!.nodes).toBe(trace.last_forest_nodes);
       expect(trace.last_forest_nodes!).toBeLessThanOrEqual(trace.last_forest_turns);
-      const bad = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'forest_view=graph',
-        '--out', join(out, 'bad')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(bad.status).not.toBe(0);
-      expect(bad.stderr).toContain('view must be one of trie, plain');
       // Runs committed before these settings existed sent the plain forest and each turn's own
       // entropy, prefilled every prefix and updated on carrier leaves, which compare.py, --resume
       // and merge.py assume; uncertainty's default has moved since.
@@ -471,29 +467,23 @@ assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contes
 assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == "" and Config().tree_floor == "" and Config().fork_keep == ""
 assert Config().prefix_cache is False and Config().update_rows == "leaves"
 print("ok")`);
-      // The contest gain reaches the service with every plan: one out of its range is refused there, by name.
-      const wide = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'contest_gain=-1',
-        '--out', join(out, 'wide')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(wide.status).not.toBe(0);
-      expect(wide.stderr).toContain('contestGain must be a number in [0, 1e6], got -1');
-      const word = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'contest_gain=high',
-        '--out', join(out, 'word')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(word.status).not.toBe(0);
-      expect(word.stderr).toContain("contest_gain must be a number or empty (the rule's default), got 'high'");
-      // So does the tree floor: 0 is outside (0, 1e6], refused by the service by name.
-      const floor = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'tree_floor=0',
-        '--out', join(out, 'floor')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(floor.status).not.toBe(0);
-      expect(floor.stderr).toContain('treeFloor must be a number in (0, 1e6], got 0');
-      // And the fork keep: 1.5 is outside [0, 1], refused by the service by name.
-      const keep = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'fork_keep=1.5',
-        '--out', join(out, 'keep')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(keep.status).not.toBe(0);
-      expect(keep.stderr).toContain('forkKeep must be a number in [0, 1], got 1.5');
-      const worse = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', 'uncertainty=before',
-        '--out', join(out, 'worse')], { encoding: 'utf8', timeout: 110_000, env });
-      expect(worse.status).not.toBe(0);
-      expect(worse.stderr).toContain('uncertainty must be one of turn, next');
+      // A setting the example or the service refuses stops the run with a message naming it. The
+      // contest gain, tree floor and fork keep reach the service with every plan, which refuses a
+      // value out of its range by name.
+      const refused: Array<[setting: string, message: string]> = [
+        ['forest_view=graph', 'view must be one of trie, plain'],
+        ['contest_gain=-1', 'contestGain must be a number in [0, 1e6], got -1'],
+        ['contest_gain=high', "contest_gain must be a number or empty (the rule's default), got 'high'"],
+        ['tree_floor=0', 'treeFloor must be a number in (0, 1e6], got 0'],
+        ['fork_keep=1.5', 'forkKeep must be a number in [0, 1], got 1.5'],
+        ['uncertainty=before', 'uncertainty must be one of turn, next'],
+      ];
+      for (const [i, [setting, message]] of refused.entries()) {
+        const run = spawnSync(PYTHON, [`${root}examples/llm/run.py`, '--smoke', '--samplers', 'trace', '--set', setting,
+          '--out', join(out, `refused-${i}`)], { encoding: 'utf8', timeout: 110_000, env });
+        expect(run.status, setting).not.toBe(0);
+        expect(run.stderr).toContain(message);
+      }
     });
   }, 7 * 110_000 + 20_000);
 

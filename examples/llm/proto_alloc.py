@@ -256,6 +256,7 @@ def tree_mass(tv: TreeView, budget, knobs):
     region = list(range(N))
     pos = [1] * N
     open_in = [0.0] * N
+    u_in = [0.0] * N  # t24: the summed uncertainty of each region's reached open nodes
     deepest = [-1] * N
     for v in range(1, N):
         p = tv.parent[v]
@@ -263,17 +264,13 @@ def tree_mass(tv: TreeView, budget, knobs):
         region[v] = v if starts else region[p]
         pos[v] = 1 if starts else pos[p] + 1
         if reach[v] and not tv.terminal[v]:
-            open_in[region[v]] += {"late": pos[v], "hesitation": tv.u[v]}.get(knobs["region"], 1)
+            open_in[region[v]] += pos[v] if knobs["region"] == "late" else 1
+            u_in[region[v]] += tv.u[v]
             if deepest[region[v]] < 0 or pos[v] > pos[deepest[region[v]]]:
                 deepest[region[v]] = v
-    flat = [0] * N  # t24: a region's reached open nodes, for "hesitation" where their total is 0
-    for v in range(1, N):
-        if reach[v] and not tv.terminal[v]:
-            flat[region[v]] += 1
     def spread(v):
-        if knobs["region"] == "hesitation":
-            total = open_in[region[v]]
-            return tv.u[v] / total if total > 0 else 1.0 / flat[region[v]]
+        if knobs["region"] == "hesitation" and u_in[region[v]] > 0:
+            return tv.u[v] / u_in[region[v]]
         if knobs["region"] == "late":
             return pos[v] / open_in[region[v]]
         if knobs["region"] == "deep":
