@@ -332,6 +332,46 @@ print("ok")
   });
 });
 
+describe.skipIf(!haveTorch && !required)('examples/llm: where a step\'s time goes (results/v5-default-timing/breakdown.py)', () => {
+  it('--smoke --replay prints each sampler\'s step by part with its batches, decode calls and update tokens, and the trace rounds replayed three ways', () => {
+    requireLlm();
+    inScratch((out, env) => {
+      const run = spawnSync(PYTHON, [`${root}examples/llm/results/v5-default-timing/breakdown.py`, '--smoke', '--replay'],
+        { encoding: 'utf8', timeout: 220_000, env, cwd: out });
+      expect(run.status, run.stderr).toBe(0);
+      const cells = (label: string) => {
+        const line = run.stdout.split('\n').find((l) => l.startsWith(`| ${label} |`));
+        expect(line, `no row "${label}" in:\n${run.stdout}`).toBeDefined();
+        return line!.split('|').slice(2, -1).map((c) => c.trim());
+      };
+      const pair = (cell: string) => cell.split(' / ').map(Number);
+      for (const sampler of ['independent', 'trace']) {
+        const row = cells(sampler);
+        expect(row, sampler).toHaveLength(13);
+        const [steps, , pack, sync, plan] = row.slice(0, 5).map(Number);
+        expect(steps, sampler).toBe(3);
+        // Chains never call the allocator; TRACE syncs and plans every round.
+        if (sampler === 'independent') expect([pack, sync, plan]).toEqual([0, 0, 0]);
+        else for (const ms of [pack, sync, plan]) expect(ms).toBeGreaterThan(0);
+        const [fed, padded] = pair(row[9]);
+        expect(padded, sampler).toBeGreaterThanOrEqual(fed);
+        const [batches, calls] = [Number(row[10]), Number(row[11])];
+        expect(batches, sampler).toBeGreaterThanOrEqual(1);
+        // Each batch decodes at least one token after its prefill.
+        expect(calls, sampler).toBeGreaterThanOrEqual(batches);
+        // A leaf's row repeats the prefix it shares with other leaves; packed, each token counts once.
+        const [asLeaves, distinct] = pair(row[12]);
+        expect(distinct, sampler).toBeGreaterThan(0);
+        expect(asLeaves, sampler).toBeGreaterThanOrEqual(distinct);
+      }
+      for (const label of ['in the training loop', 'replayed back to back', 'replayed, the trainer busy with torch between rounds',
+        'replayed, the trainer asleep between rounds']) {
+        for (const ms of cells(label).map(Number)) expect(ms, label).toBeGreaterThan(0);
+      }
+    });
+  }, 240_000);
+});
+
 describe.skipIf(!haveTorch && !required)('examples/llm: the recipe task', () => {
   it('scores solved episodes 1 and each way to fail 0, knows where an episode is lost, and trains on its long turns', () => {
     if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);

@@ -11,12 +11,20 @@ and prints, per sampler, the mean milliseconds per training step of:
   the batch's longest prefix) and `decode` (the token-by-token calls after it), and the rest of
   the grower's own work (sampling, turns, embeddings);
 - update: the policy-gradient step;
-and the prefix tokens prefilled per step, as fed and as padded.
+and, per step, the prefix tokens prefilled (as fed and as padded), the generation batches (one
+decoder each), the decoder's token-by-token calls after each prefill, and the tokens the update
+forwards, as one row per carrying leaf (what a trainer that forwards each completion does) and
+each token once (a tree-packed update). Batches and calls are what the step's generation costs
+where a call costs the same whatever its rows (a large model's memory-bound decoding); tokens are
+what its update costs where the arithmetic is proportional to them.
 
-With `--replay`, the trace rows' rounds are then sent again to a fresh service, back to back
-with nothing between them (the same forests and plan settings, in order): what a round's sync
-and plan cost when neither process waited on the other's work, beside what they cost in the
-training loop, where generation runs between rounds.
+With `--replay`, the trace rows' rounds are then sent again to a fresh service (the same forests
+and plan settings, in order), three times: back to back, with nothing between them (what a
+round's sync and plan cost when neither process waited on the other's work); and with the
+loop's mean time between rounds before each, the trainer either multiplying matrices with torch
+or asleep. Beside what they cost in the training loop, where generation runs between rounds,
+this says how much of the loop's cost is the service waking after waiting that long, and
+whether the trainer's own threads competing for the cores add to it.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ NOW = ["-"]  # the sampler whose step is running
 
 
 def timed(owner, name: str, key: str) -> None:
+    """Times every call of `owner.name` under `key` and counts them under `key + "_calls"`."""
     inner = getattr(owner, name)
 
     def wrapper(*args, **kwargs):
@@ -47,6 +56,7 @@ def timed(owner, name: str, key: str) -> None:
             return inner(*args, **kwargs)
         finally:
             TIME[NOW[0], key] += time.perf_counter() - t0
+            TIME[NOW[0], key + "_calls"] += 1
     setattr(owner, name, wrapper)
 
 
@@ -72,14 +82,25 @@ def capture() -> None:
     allocator_client.AllocatorClient.plan = capture_plan
 
 
-def replay() -> tuple[float, float]:
-    """Mean ms of a sync and of a plan over the captured rounds, sent back to back."""
+def replay(gap_s: float = 0.0, busy: bool = False) -> tuple[float, float]:
+    """Mean ms of a sync and of a plan over the captured rounds, sent to a fresh service. Before
+    each round the trainer waits `gap_s`: asleep, or with `busy` multiplying matrices with torch
+    (as it generates between rounds in the loop); 0: back to back."""
+    import torch
+
     for name, method in UNWRAPPED.items():
         setattr(allocator_client.AllocatorClient, name, method)
     client = allocator_client.AllocatorClient()
+    work = torch.randn(256, 256)
     sync_s = plan_s = 0.0
     try:
         for args, kwargs in ROUNDS:
+            if gap_s and busy:
+                until = time.perf_counter() + gap_s
+                while time.perf_counter() < until:
+                    work @ work
+            elif gap_s:
+                time.sleep(gap_s)
             t0 = time.perf_counter()
             client.sync_forest(*args)
             t1 = time.perf_counter()
@@ -104,6 +125,7 @@ def main() -> None:
         t0 = time.perf_counter()
         prefill(self, model, prefixes, *args, **kwargs)
         TIME[NOW[0], "prefill"] += time.perf_counter() - t0
+        TIME[NOW[0], "prefill_calls"] += 1  # one decoder, so one generation batch
         TIME[NOW[0], "prefill_fed"] += sum(len(p) for p in prefixes)
         TIME[NOW[0], "prefill_padded"] += max(len(p) for p in prefixes) * len(prefixes)
     decode.Decoder.__init__ = init
@@ -127,10 +149,16 @@ def main() -> None:
     update = train.policy_update
     NOW_UPDATE = ["-"]  # the sampler being trained (policy updates run outside `grow`)
 
-    def timed_update(model, *args, **kwargs):
+    def timed_update(model, opt, forest, prompts, advantage="treerl-leaf", rows="leaves"):
+        # Tokens the update forwards: one row per carrying leaf (what a trainer that forwards each
+        # completion does), and each token once (a tree-packed update); counted outside the timer.
+        weights = train.node_weights(forest, advantage)
+        if weights:
+            TIME[NOW_UPDATE[0], "update_leaf_tokens"] += sum(len(s) for s in forest.carriers(weights)[0])
+            TIME[NOW_UPDATE[0], "update_tree_tokens"] += sum(forest.packed_lengths(weights))
         t0 = time.perf_counter()
         try:
-            return update(model, *args, **kwargs)
+            return update(model, opt, forest, prompts, advantage, rows)
         finally:
             TIME[NOW_UPDATE[0], "update"] += time.perf_counter() - t0
     train.policy_update = timed_update
@@ -148,28 +176,37 @@ def main() -> None:
             if done.code:
                 raise
     print()
-    print("| sampler | steps | step ms | allocator: pack | sync | plan | generation: prefill | decode | rest | update | prefix tokens fed / padded |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| sampler | steps | step ms | allocator: pack | sync | plan | generation: prefill | decode | rest | update "
+          "| prefix tokens fed / padded | generation batches | decode calls | update tokens: as leaves / distinct |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in ("independent", "trace"):
         n = steps[name]
         ms = lambda key: 1e3 * TIME[name, key] / n  # noqa: E731
         decode_ms = ms("feeds") - ms("prefill")  # the prefill's feed is inside both timers
         rest = ms("generate") - ms("prefill") - decode_ms
-        print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f / %.0f |" % (
+        per_step = lambda key: TIME[name, key] / n  # noqa: E731
+        print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f / %.0f | %.1f | %.1f | %.0f / %.0f |" % (
             name, n, ms("grow") + ms("update"), ms("pack"), ms("sync"), ms("plan"), ms("prefill"), decode_ms, rest,
-            ms("update"), TIME[name, "prefill_fed"] / n, TIME[name, "prefill_padded"] / n))
+            ms("update"), per_step("prefill_fed"), per_step("prefill_padded"), per_step("prefill_calls"),
+            per_step("feeds_calls") - per_step("prefill_calls"), per_step("update_leaf_tokens"),
+            per_step("update_tree_tokens")))
     if replaying:
         ROUNDS[:] = [r for r in ROUNDS if r[1] is not None]  # the last sync, outside the steps, has no plan
         rounds = len(ROUNDS)
-        sync_ms, plan_ms = replay()
         loop = lambda key: 1e3 * TIME["trace", key] / rounds  # noqa: E731
+        # The loop's mean time between one round's plan and the next round's sync: the generation.
+        gap_ms = loop("grow") - loop("pack") - loop("sync") - loop("plan")
         print()
-        print("Trace rounds: %d (%.1f a step). Mean ms a round:" % (rounds, rounds / steps["trace"]))
+        print("Trace rounds: %d (%.1f a step), %.1f ms apart (the generation between them). Mean ms a round:"
+              % (rounds, rounds / steps["trace"], gap_ms))
         print()
         print("| | sync | plan |")
         print("|---|---|---|")
         print("| in the training loop | %.2f | %.2f |" % (loop("sync"), loop("plan")))
-        print("| replayed back to back | %.2f | %.2f |" % (sync_ms, plan_ms))
+        for label, gap, busy in (("replayed back to back", 0.0, False),
+                                 ("replayed, the trainer busy with torch between rounds", gap_ms / 1e3, True),
+                                 ("replayed, the trainer asleep between rounds", gap_ms / 1e3, False)):
+            print("| %s | %.2f | %.2f |" % ((label,) + replay(gap, busy)))
 
 
 if __name__ == "__main__":
