@@ -11,20 +11,19 @@ and prints, per sampler, the mean milliseconds per training step of:
   the batch's longest prefix) and `decode` (the token-by-token calls after it), and the rest of
   the grower's own work (sampling, turns, embeddings);
 - update: the policy-gradient step;
-and, per step, the prefix tokens prefilled (as fed and as padded), the generation batches (one
-decoder each), the decoder's token-by-token calls after each prefill, and the tokens the update
-forwards, as one row per carrying leaf (what a trainer that forwards each completion does) and
-each token once (a tree-packed update). Batches and calls are what the step's generation costs
+and, per step, the prefix tokens prefilled (as fed, less any copied from a prefix cache, and as
+padded), the generation batches (one decoder each), the decoder's token-by-token calls after
+each prefill, and the tokens the update forwards, unpadded, as one row per carrying leaf (what a
+trainer that forwards each completion does) and each token once (a tree-packed update). Batches and calls are what the step's generation costs
 where a call costs the same whatever its rows (a large model's memory-bound decoding); tokens are
 what its update costs where the arithmetic is proportional to them.
 
 With `--replay`, the trace rows' rounds are then sent again to a fresh service (the same forests
 and plan settings, in order), three times: back to back, with nothing between them (what a
 round's sync and plan cost when neither process waited on the other's work); and with the
-loop's mean time between rounds before each, the trainer either multiplying matrices with torch
-or asleep. Beside what they cost in the training loop, where generation runs between rounds,
-this says how much of the loop's cost is the service waking after waiting that long, and
-whether the trainer's own threads competing for the cores add to it.
+loop's mean generation time between rounds before each, the trainer either multiplying
+matrices with torch (on its one thread, as in the loop) or asleep. Beside what they cost in the
+training loop, this says how much of the loop's cost a wait of that length alone reproduces.
 """
 
 from __future__ import annotations
@@ -91,7 +90,7 @@ def replay(gap_s: float = 0.0, busy: bool = False) -> tuple[float, float]:
     for name, method in UNWRAPPED.items():
         setattr(allocator_client.AllocatorClient, name, method)
     client = allocator_client.AllocatorClient()
-    work = torch.randn(256, 256)
+    work = torch.randn(64, 64)  # small, so a wait overshoots its gap by microseconds
     sync_s = plan_s = 0.0
     try:
         for args, kwargs in ROUNDS:
@@ -121,13 +120,15 @@ def main() -> None:
         capture()  # around the timers, so they time the calls and not the copies
     prefill = decode.Decoder.__init__
 
-    def init(self, model, prefixes, *args, **kwargs):
+    def init(self, model, prefixes, max_sequence=None, cached=None):
         t0 = time.perf_counter()
-        prefill(self, model, prefixes, *args, **kwargs)
+        prefill(self, model, prefixes, *(() if max_sequence is None else (max_sequence,)), cached=cached)
         TIME[NOW[0], "prefill"] += time.perf_counter() - t0
         TIME[NOW[0], "prefill_calls"] += 1  # one decoder, so one generation batch
-        TIME[NOW[0], "prefill_fed"] += sum(len(p) for p in prefixes)
-        TIME[NOW[0], "prefill_padded"] += max(len(p) for p in prefixes) * len(prefixes)
+        # What the prefill computes: each prefix less the tokens whose keys and values were copied.
+        fed = [len(p) - (kv[0].shape[2] if kv is not None else 0) for p, kv in zip(prefixes, cached or [None] * len(prefixes))]
+        TIME[NOW[0], "prefill_fed"] += sum(fed)
+        TIME[NOW[0], "prefill_padded"] += max(fed) * len(fed)
     decode.Decoder.__init__ = init
     timed(decode.Decoder, "_feed", "feeds")  # prefill's own feed included; subtracted below
     steps = collections.Counter()
