@@ -333,10 +333,11 @@ print("ok")
 });
 
 describe.skipIf(!haveTorch && !required)('examples/llm: where a step\'s time goes (results/v5-default-timing/breakdown.py)', () => {
-  it('--smoke --replay prints each sampler\'s step by part with its batches, decode calls and update tokens, and the trace rounds replayed three ways', () => {
+  it('--smoke --replay prints each sampler row\'s step by part with its batches, decode calls and update tokens, and the trace rounds replayed three ways', () => {
     requireLlm();
     inScratch((out, env) => {
-      const run = spawnSync(PYTHON, [`${root}examples/llm/results/v5-default-timing/breakdown.py`, '--smoke', '--replay'],
+      const run = spawnSync(PYTHON, [`${root}examples/llm/results/v5-default-timing/breakdown.py`, '--smoke', '--replay',
+        '--samplers', 'independent,entropy,trace,independent-1.5x'],
         { encoding: 'utf8', timeout: 220_000, env, cwd: out });
       expect(run.status, run.stderr).toBe(0);
       const cells = (label: string) => {
@@ -345,14 +346,15 @@ describe.skipIf(!haveTorch && !required)('examples/llm: where a step\'s time goe
         return line!.split('|').slice(2, -1).map((c) => c.trim());
       };
       const pair = (cell: string) => cell.split(' / ').map(Number);
-      for (const sampler of ['independent', 'trace']) {
+      // Every row asked for is its own row, chains at 1.5x tokens too (the same sampler class as chains).
+      for (const sampler of ['independent', 'entropy', 'trace', 'independent-1.5x']) {
         const row = cells(sampler);
         expect(row, sampler).toHaveLength(13);
         const [steps, , pack, sync, plan] = row.slice(0, 5).map(Number);
         expect(steps, sampler).toBe(3);
-        // Chains never call the allocator; TRACE packs, syncs and plans every round (each printed to
+        // Only TRACE calls the allocator: it packs, syncs and plans every round (each printed to
         // 0.1 ms, so one part alone may round to 0 on a fast machine; together they cannot).
-        if (sampler === 'independent') expect([pack, sync, plan]).toEqual([0, 0, 0]);
+        if (sampler !== 'trace') expect([pack, sync, plan], sampler).toEqual([0, 0, 0]);
         else expect(pack + sync + plan).toBeGreaterThan(0);
         const [fed, padded] = pair(row[9]);
         expect(padded, sampler).toBeGreaterThanOrEqual(fed);

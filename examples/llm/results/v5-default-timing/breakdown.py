@@ -1,10 +1,11 @@
-"""Where a training step's time goes, per sampler: `run.py` with timers around the allocator's
-parts and the decoder, in one process (timings on a quiet machine only).
+"""Where a training step's time goes, per sampler row: `run.py` with timers around the
+allocator's parts and the decoder, in one process (timings on a quiet machine only).
 
     python3 examples/llm/results/v5-default-timing/breakdown.py --task calculator --seeds 3 [run.py's other arguments]
 
-It runs `run.py --processes 1 --samplers independent,trace --out <temp>` plus the arguments given,
-and prints, per sampler, the mean milliseconds per training step of:
+It runs `run.py --processes 1 --samplers independent,trace --out <temp>` plus the arguments given
+(a `--samplers` among them replaces the rows), and prints, per row, the mean milliseconds per
+training step of:
 - allocator: `pack` (the forest as columns, Python), `sync` (sending them: the service's live
   forest replaced), `plan` (the service's plan and its reply);
 - generation: `prefill` (each batch's decoder filled with its rows' prefixes, every row padded to
@@ -14,11 +15,12 @@ and prints, per sampler, the mean milliseconds per training step of:
 and, per step, the prefix tokens prefilled (as fed, less any copied from a prefix cache, and as
 padded), the generation batches (one decoder each), the decoder's token-by-token calls after
 each prefill, and the tokens the update forwards, unpadded, as one row per carrying leaf (what a
-trainer that forwards each completion does) and each token once (a tree-packed update). Batches and calls are what the step's generation costs
-where a call costs the same whatever its rows (a large model's memory-bound decoding); tokens are
-what its update costs where the arithmetic is proportional to them.
+trainer that forwards each completion does) and each token once (a tree-packed update). Batches
+and calls are what the step's generation costs where a call costs the same whatever its rows (a
+large model's memory-bound decoding); tokens are what its update costs where the arithmetic is
+proportional to them.
 
-With `--replay`, the trace rows' rounds are then sent again to a fresh service (the same forests
+With `--replay`, the `trace` row's rounds (the library's default rule) are then sent again to a fresh service (the same forests
 and plan settings, in order), three times: back to back, with nothing between them (what a
 round's sync and plan cost when neither process waited on the other's work); and with the
 loop's mean generation time between rounds before each, the trainer either multiplying
@@ -42,7 +44,8 @@ import decode  # noqa: E402
 import samplers  # noqa: E402
 
 TIME: collections.Counter = collections.Counter()
-NOW = ["-"]  # the sampler whose step is running
+NOW = ["-"]  # the sampler row whose rollouts are being grown
+TRAINING = ["-"]  # the sampler row being trained (its policy updates run outside `grow`)
 
 
 def timed(owner, name: str, key: str) -> None:
@@ -71,11 +74,13 @@ def capture() -> None:
     UNWRAPPED.update(sync_forest=SYNC, plan=PLAN)
 
     def capture_sync(self, *args):
-        ROUNDS.append([[a.copy() if hasattr(a, "copy") else list(a) for a in args], None])
+        if NOW[0] == "trace":  # the library's default rule's row only
+            ROUNDS.append([[a.copy() if hasattr(a, "copy") else list(a) for a in args], None])
         return sync(self, *args)
 
     def capture_plan(self, **kwargs):
-        ROUNDS[-1][1] = kwargs
+        if NOW[0] == "trace":
+            ROUNDS[-1][1] = kwargs
         return plan(self, **kwargs)
     allocator_client.AllocatorClient.sync_forest = capture_sync
     allocator_client.AllocatorClient.plan = capture_plan
@@ -131,43 +136,44 @@ def main() -> None:
         TIME[NOW[0], "prefill_padded"] += max(fed) * len(fed)
     decode.Decoder.__init__ = init
     timed(decode.Decoder, "_feed", "feeds")  # prefill's own feed included; subtracted below
-    steps = collections.Counter()
-    for cls, name in ((samplers.IndependentSampler, "independent"), (samplers.TraceSampler, "trace")):
-        grow = cls.grow
-
-        def wrapped(self, grower, model, grow=grow, name=name):
-            NOW[0] = name
-            t0 = time.perf_counter()
-            try:
-                grow(self, grower, model)
-            finally:
-                TIME[name, "grow"] += time.perf_counter() - t0
-                TIME[name, "generate"] += grower.generate_s
-                steps[name] += 1
-                NOW[0] = "-"
-        cls.grow = wrapped
+    steps = collections.Counter()  # training steps per sampler row, in the order the rows first ran
     import train  # noqa: E402
     update = train.policy_update
-    NOW_UPDATE = ["-"]  # the sampler being trained (policy updates run outside `grow`)
 
     def timed_update(model, opt, forest, prompts, advantage="treerl-leaf", rows="leaves"):
         # Tokens the update forwards: one row per carrying leaf (what a trainer that forwards each
         # completion does), and each token once (a tree-packed update); counted outside the timer.
         weights = train.node_weights(forest, advantage)
         if weights:
-            TIME[NOW_UPDATE[0], "update_leaf_tokens"] += sum(len(s) for s in forest.carriers(weights)[0])
-            TIME[NOW_UPDATE[0], "update_tree_tokens"] += sum(forest.packed_lengths(weights))
+            TIME[TRAINING[0], "update_leaf_tokens"] += sum(len(s) for s in forest.carriers(weights)[0])
+            TIME[TRAINING[0], "update_tree_tokens"] += sum(forest.packed_lengths(weights))
         t0 = time.perf_counter()
         try:
             return update(model, opt, forest, prompts, advantage, rows)
         finally:
-            TIME[NOW_UPDATE[0], "update"] += time.perf_counter() - t0
+            TIME[TRAINING[0], "update"] += time.perf_counter() - t0
     train.policy_update = timed_update
     make = train.make_sampler
 
     def make_sampler(name, *args, **kwargs):
-        NOW_UPDATE[0] = name
-        return make(name, *args, **kwargs)
+        """The row's sampler, its `grow` timed under the row's name (chains at 1.5x tokens are
+        their own row, though the same class as chains)."""
+        TRAINING[0] = name
+        sampler = make(name, *args, **kwargs)
+        grow = sampler.grow
+
+        def timed_grow(grower, model):
+            NOW[0] = name
+            t0 = time.perf_counter()
+            try:
+                grow(grower, model)
+            finally:
+                TIME[name, "grow"] += time.perf_counter() - t0
+                TIME[name, "generate"] += grower.generate_s
+                steps[name] += 1
+                NOW[0] = "-"
+        sampler.grow = timed_grow
+        return sampler
     train.make_sampler = make_sampler
     with tempfile.TemporaryDirectory() as out:
         sys.argv = ["run.py", "--processes", "1", "--samplers", "independent,trace", "--out", out] + sys.argv[1:]
@@ -180,7 +186,7 @@ def main() -> None:
     print("| sampler | steps | step ms | allocator: pack | sync | plan | generation: prefill | decode | rest | update "
           "| prefix tokens fed / padded | generation batches | decode calls | update tokens: as leaves / distinct |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for name in ("independent", "trace"):
+    for name in steps:
         n = steps[name]
         ms = lambda key: 1e3 * TIME[name, key] / n  # noqa: E731
         decode_ms = ms("feeds") - ms("prefill")  # the prefill's feed is inside both timers
