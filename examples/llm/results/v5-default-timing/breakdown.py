@@ -125,9 +125,9 @@ def main() -> None:
         capture()  # around the timers, so they time the calls and not the copies
     prefill = decode.Decoder.__init__
 
-    def init(self, model, prefixes, max_sequence=None, cached=None):
+    def init(self, model, prefixes, max_sequence=decode.MAX_SEQUENCE, cached=None):
         t0 = time.perf_counter()
-        prefill(self, model, prefixes, *(() if max_sequence is None else (max_sequence,)), cached=cached)
+        prefill(self, model, prefixes, max_sequence, cached)
         TIME[NOW[0], "prefill"] += time.perf_counter() - t0
         TIME[NOW[0], "prefill_calls"] += 1  # one decoder, so one generation batch
         # What the prefill computes: each prefix less the tokens whose keys and values were copied.
