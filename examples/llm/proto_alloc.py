@@ -54,6 +54,11 @@ compares with the default) and adds the candidate changes as knobs:
   x_v ∝ π_v / c_v; c_v = the mean generated tokens from v to the episode's end over v's finished
   rollouts, divided by the root's, see `relative_cost`; a fork that saves most of a chain then
   gets several branches for the tokens one fresh chain costs).
+- `fork_cost_max` (None: off), `fork_cost_unit`: a bound on what the rule's own forks cost (t25).
+  After the contest's claims are placed, a claim on a non-root node whose `relative_cost` (in
+  `fork_cost_unit`, "tokens" or "turns") is above `fork_cost_max` moves to the root: a fork that
+  would cost more than that share of a chain buys a fresh chain instead. t23 counted where v5's
+  claims sit by that cost; this is the bound it described, run as a training row.
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ V3 = {"gate": "always", "pass": "nu", "beta": 1.0, "kappa": 4.0, "eta": 0.25, "r
       "signal": "iroot", "alpha": 1.0, "tau": 0.5, "keep_mix": False, "fresh": 1.0,
       "region": "equal", "base": 0.0, "base_where": "mixed", "base_by": "entropy", "base_top": 0, "cost": "branches",
       "unc": "turn", "trie": False, "gate_m": 1, "base_cost_max": 1 / 3, "base_peak": 1.5,
-      "base_cost_unit": "tokens"}
+      "base_cost_unit": "tokens", "fork_cost_max": None, "fork_cost_unit": "tokens"}
 
 
 def score_group(kids, nodes, knobs, tree_has_range=False, unc=None):
@@ -305,6 +310,12 @@ def tree_mass(tv: TreeView, budget, knobs):
     for v in range(1, N):
         if reach[v] and not tv.terminal[v] and region_claim[region[v]] > 0:
             claim[v] += region_claim[region[v]] * spread(v)
+    if knobs["fork_cost_max"] is not None:
+        c = relative_cost(tv, unit=knobs["fork_cost_unit"])
+        for v in range(1, N):
+            if claim[v] > 0 and c[v] > knobs["fork_cost_max"]:
+                claim[0] += claim[v]
+                claim[v] = 0.0
     hists = getattr(tv, "cost_hist", None)
     if hists is not None:
         # t23 (diagnostic): the claims on non-root nodes by the relative cost of a rollout started

@@ -116,6 +116,14 @@ VARIANTS = {
     # depths), instead of generated tokens, which it does not: the form a library rule could take
     "v5-top2-cheap-peak-turns": {"gate": "visits", "gate_m": 2, "unc": "next", "base": 9.0, "base_top": 2,
                                  "base_where": "cheap-peak", "base_cost_unit": "turns"},
+    # t25: v5 with a bound on what its own forks cost: a claim on a node from which a rollout costs
+    # more than half a chain (t23's bound) moves to the root, counted in generated tokens (which
+    # the forest does not carry) or in turns (its depths: the ablation, which closes about as many
+    # claims on both tasks instead of the calculator's dear ones)
+    "v5-fork-cost-half": {"gate": "visits", "gate_m": 2, "unc": "next", "fork_cost_max": 0.5},
+    "v5-fork-cost-half-turns": {"gate": "visits", "gate_m": 2, "unc": "next", "fork_cost_max": 0.5,
+                                "fork_cost_unit": "turns"},
+    "v5-fork-cost-off": {"gate": "visits", "gate_m": 2, "unc": "next", "fork_cost_max": 5.0},
 }
 
 STATS: dict[str, dict] = {}
