@@ -2,8 +2,11 @@ import { budgetMultiplier, type AllocatorName } from './allocators/index.js';
 import type { EnvName } from './envs/index.js';
 import type { Learner, TrainConfig } from './train.js';
 
-/** The learners a run can take: the two reported ones, then `treerl`, the committed evaluation's. */
-export const LEARNERS: readonly Learner[] = ['treerl-leaf', 'grpo', 'treerl'];
+/**
+ * The learners a run can take: the two reported ones, then `treerl`, the committed evaluation's,
+ * and `treerl-branch`, TreeRL's credit with branch-mean values (plain trees only).
+ */
+export const LEARNERS: readonly Learner[] = ['treerl-leaf', 'grpo', 'treerl', 'treerl-branch'];
 
 /** What one (environment, learner) pair trains with. */
 export interface Task {
@@ -34,7 +37,7 @@ export interface Task {
  * tuning seeds 1001–1008, 400 final episodes). Navigation's goals move every 10 training
  * steps, so every run here trains on one goal layout.
  */
-const STEPS: Record<EnvName, Record<Learner, number>> = {
+const STEPS: Record<EnvName, Record<Exclude<Learner, 'treerl-branch'>, number>> = {
   maze: { 'treerl-leaf': 4, grpo: 4, treerl: 4 },
   navigation: { 'treerl-leaf': 5, grpo: 10, treerl: 5 },
   dependency: { 'treerl-leaf': 5, grpo: 5, treerl: 5 },
@@ -73,6 +76,8 @@ export const TASKS: Record<EnvName, Record<Learner, Task>> = Object.fromEntries(
     const rate = mixed ? 4 : 1;
     return [env, {
       'treerl-leaf': { ...base, steps: STEPS[env]['treerl-leaf'], learningRate: rate * TREERL_LEAF_RATE_FACTOR },
+      // TreeRL's credit with branch-mean values: trained exactly as the published one
+      'treerl-branch': { ...base, steps: STEPS[env]['treerl-leaf'], learningRate: rate * TREERL_LEAF_RATE_FACTOR },
       grpo: { ...base, steps: STEPS[env].grpo, learningRate: rate * GRPO_RATE_FACTOR },
       treerl: { ...base, steps: STEPS[env].treerl, learningRate: rate },
     }];

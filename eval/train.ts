@@ -1,4 +1,4 @@
-import { grpoUpdate, successRate, treerlLeafUpdate, treerlNodeUpdate } from '../src/sim/learner.js';
+import { grpoUpdate, successRate, treerlBranchUpdate, treerlLeafUpdate, treerlNodeUpdate } from '../src/sim/learner.js';
 import { Rng } from '../src/util/random.js';
 import { createAllocator, type AllocatorName } from './allocators/index.js';
 import type { Allocator, RoundSize } from './allocators/types.js';
@@ -15,13 +15,15 @@ import { Grower, RolloutForest } from './tree.js';
  * prefixes included), advantage = its reward minus the mean over its tree's finished rollouts,
  * averaged per tree (GRPO as a trainer that treats a tree's leaves as its group sees it);
  * 'treerl' — TreeRL's advantages with every node counted once (A/√visits, summed), the learner
- * of the committed evaluation, kept so that it reproduces.
+ * of the committed evaluation, kept so that it reproduces; 'treerl-branch' — 'treerl-leaf' with
+ * each node's value the mean over its branches instead of over its finished rollouts (plain
+ * trees only).
  */
-export type Learner = 'treerl-leaf' | 'grpo' | 'treerl';
+export type Learner = 'treerl-leaf' | 'grpo' | 'treerl' | 'treerl-branch';
 
 /** Each learner's update. */
 const UPDATES: Record<Learner, (policy: TabularPolicy, f: RolloutForest, lr: number) => void> = {
-  'treerl-leaf': treerlLeafUpdate, grpo: grpoUpdate, treerl: treerlNodeUpdate,
+  'treerl-leaf': treerlLeafUpdate, grpo: grpoUpdate, treerl: treerlNodeUpdate, 'treerl-branch': treerlBranchUpdate,
 };
 
 export interface TrainConfig {
@@ -94,6 +96,9 @@ export function train(config: TrainConfig): TrainResult {
   const policy = new TabularPolicy(env.stateCount, env.actions);
   const rng = new Rng(config.seed * 7919 + 17);
   const update = UPDATES[config.learner ?? 'treerl-leaf'];
+  // On trie trees a child holds every draw of its action, so an unweighted mean over children is
+  // not the policy's value there; the branch mean is defined for plain trees only.
+  if (config.learner === 'treerl-branch' && config.merge) throw new Error('learner treerl-branch needs plain trees (merge: false)');
   const curve: Array<[number, number]> = [[0, successRate(env, policy, config.evalEpisodes, config.seed, 0)]];
   const alpha: number[] = [], tau: number[] = [];
   let firstReward: number | null = null;

@@ -200,7 +200,10 @@ describe('settings and learners', () => {
       expect(TASKS[e]['treerl-leaf']).toEqual({ ...TASKS[e].treerl, learningRate: TREERL_LEAF_RATE_FACTOR * TASKS[e].treerl.learningRate, steps: e === 'toolagent' ? 5 : TASKS[e].treerl.steps });
     }
     expect(GRPO_RATE_FACTOR).toBe(16);
-    expect(LEARNERS).toEqual(['treerl-leaf', 'grpo', 'treerl']);
+    expect(LEARNERS).toEqual(['treerl-leaf', 'grpo', 'treerl', 'treerl-branch']);
+    for (const e of ENVS) expect(TASKS[e]['treerl-branch']).toEqual(TASKS[e]['treerl-leaf']);
+    // Branch means are defined on plain trees: on trie trees a child holds several draws.
+    expect(() => train({ ...trainConfig('maze', 'treerl-branch', 'trace', 1, small), merge: true })).toThrow(/plain trees/);
     const c = trainConfig('toolagent', 'grpo', 'trace', 7, small);
     expect([c.learner, c.steps, c.budgetPerStep, c.learningRate, c.prompts, c.merge]).toEqual(['grpo', 10, 2048, 16, 4, false]);
   });

@@ -2,7 +2,7 @@
 // (every finished rollout a sample), the earlier per-node TreeRL the committed evaluation used,
 // and GRPO over the tree's rollouts. The same tree as python/tests/test_advantages.py.
 import { describe, expect, it } from 'vitest';
-import { grpoUpdate, segmentParent, treerlLeafUpdate, treerlNodeUpdate, type LearnerForest } from '../src/sim/learner.js';
+import { branchValues, grpoUpdate, segmentParent, treerlBranchUpdate, treerlLeafUpdate, treerlNodeUpdate, type LearnerForest } from '../src/sim/learner.js';
 import { TabularPolicy } from '../src/sim/policy.js';
 
 //              0 (prompt, state 0)
@@ -63,6 +63,16 @@ describe('simulated learners on a hand-computed tree', () => {
     const w: Record<number, number> = {};
     for (const leaf of Object.keys(REWARD).map(Number)) for (let v = leaf; v > 0; v = PARENT[v]) w[v] = (w[v] ?? 0) + a[v] / 5;
     stepped(treerlLeafUpdate).forEach((x, i) => expect(x).toBeCloseTo(expectedLogits(w)[i], 14));
+  });
+
+  it('TreeRL with branch means: V of a node is the mean of its branches, so the root is 5/9, not the leaves\' 3/5', () => {
+    // 4 = mean(1, 0, 1) = 2/3 and 1 (one child) the same; 3 = 7 = 1; the root (2/3 + 0 + 1)/3.
+    const want = [5 / 9, 2 / 3, 0, 1, 2 / 3, 1, 0, 1, 1];
+    Array.from(branchValues(forkedTree())).forEach((x, v) => expect(x).toBeCloseTo(want[v], 15));
+    // A = (GA + LA)/√L with those values, L and the segments TreeRL's:
+    //   1, 4: (1/9 + 1/9)/√3 on 3 rollouts → √3·2/9;  2: −10/9;  3, 7: 8/9;  5, 8: 4/9 + 1/3 = 7/9;  6: −5/9 − 2/3 = −11/9.
+    const w = { 1: (Math.sqrt(3) * 2) / 9 / 5, 2: -10 / 9 / 5, 3: 8 / 9 / 5, 4: (Math.sqrt(3) * 2) / 9 / 5, 5: 7 / 9 / 5, 6: -11 / 9 / 5, 7: 8 / 9 / 5, 8: 7 / 9 / 5 };
+    stepped(treerlBranchUpdate).forEach((x, i) => expect(x).toBeCloseTo(expectedLogits(w)[i], 14));
   });
 
   it('the earlier TreeRL counts each node once (A/√N) with the turn-level parent: 4 and 7 get LA = 0', () => {

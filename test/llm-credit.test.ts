@@ -1,5 +1,6 @@
 // examples/llm's credits (`--set advantage=...`) on a hand-computed tree: the published per-leaf
-// TreeRL and Tree-GRPO credits, and the committed run's `treerl`, which keeps its meaning.
+// TreeRL and Tree-GRPO credits, TreeRL's with branch-mean values, and the committed run's
+// `treerl`, which keeps its meaning.
 // The same tree as python/tests/test_advantages.py and test/learner.test.ts.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -60,7 +61,11 @@ A2 = -(3 / 5) / (so + e); A7 = (2 / 5) / (so + e)
 check("tree-grpo-leaf", {n5: A5 / 5, n8: A5 / 5, n6: A6 / 5, n4: (2 * A5 + A6) / 5, n1: (2 * A5 + A6) / 5, n2: A2 / 5, n3: A7 / 5, n7: A7 / 5})
 # The committed run's treerl keeps its meaning: per node, turn-level parent, over sqrt(visits).
 check("treerl", {n1: (1 / 15 + 1 / 15) / s3, n4: (0 + 1 / 15) / s3, n2: -6 / 5, n3: 4 / 5, n7: (0 + 2 / 5), n5: 11 / 15, n8: 11 / 15, n6: -19 / 15})
-assert sorted(ADVANTAGES) == ["grpo", "tree-grpo-leaf", "treerl", "treerl-leaf"], ADVANTAGES
+# treerl-branch: the same with branch-mean values: 4 and 1 = mean(1, 0, 1) = 2/3, 3 and 7 = 1, and
+# the root the mean of its three first turns, (2/3 + 0 + 1)/3 = 5/9 (the leaves' mean is 3/5):
+#   1, 4: 3 * (1/9 + 1/9)/sqrt(3) / 5;  2: (-5/9 - 5/9)/5;  3, 7: (4/9 + 4/9)/5;  5, 8: (4/9 + 1/3)/5;  6: (-5/9 - 2/3)/5.
+check("treerl-branch", {n1: s3 * 2 / 9 / 5, n4: s3 * 2 / 9 / 5, n2: -10 / 45, n3: 8 / 45, n7: 8 / 45, n5: 7 / 45, n8: 7 / 45, n6: -11 / 45})
+assert sorted(ADVANTAGES) == ["grpo", "tree-grpo-leaf", "treerl", "treerl-branch", "treerl-leaf"], ADVANTAGES
 try:
     node_weights(f, "tree-grpo"); raise SystemExit("accepted an unknown credit")
 except ValueError:
@@ -69,7 +74,7 @@ print("ok")
 `;
 
 describe.skipIf(!haveTorch && !required)('examples/llm: the credits', () => {
-  it('treerl-leaf, tree-grpo-leaf and treerl weigh each turn as computed by hand', () => {
+  it('treerl-leaf, treerl-branch, tree-grpo-leaf and treerl weigh each turn as computed by hand', () => {
     if (!haveTorch) throw new Error(`TRACE_ALLOC_REQUIRE_LLM=1 but ${PYTHON} cannot import torch and transformers: ${probe.stderr}`);
     const out = mkdtempSync(join(tmpdir(), 'trace-alloc-llm-credit-'));
     try {

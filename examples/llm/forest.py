@@ -25,7 +25,7 @@ _PACKAGE = Path(__file__).resolve().parents[2] / "python"
 if (_PACKAGE / "trace_alloc").is_dir() and str(_PACKAGE) not in sys.path:
     sys.path.insert(0, str(_PACKAGE))
 from trace_alloc import TreeValues  # noqa: E402
-from trace_alloc.advantages import sample_standardized, treerl_leaf_advantages  # noqa: E402
+from trace_alloc.advantages import sample_standardized, treerl_branch_advantages, treerl_leaf_advantages  # noqa: E402
 
 
 @dataclass
@@ -140,6 +140,10 @@ class Forest:
         carries A(n) = (GA(n) + LA(n)) / √L(n), GA = V(n) − V(root), LA = V(n) − V(parent
         segment), L(n) the finished leaves below n (its visits). Weight of n: L(n)·A(n) =
         √L(n)·(GA + LA), over the tree's finished leaves."""
+        return self._treerl_leaf_weights(treerl_leaf_advantages)
+
+    def _treerl_leaf_weights(self, per_node: Callable[[TreeValues], np.ndarray]) -> dict[int, float]:
+        """Each node's weight L(n)·A(n) / L(root) under a per-node TreeRL credit of the package."""
         out = {}
         for tree, nodes in enumerate(self.tree_nodes):
             local = {v: i for i, v in enumerate(nodes)}
@@ -147,10 +151,18 @@ class Forest:
             values = TreeValues(str(tree), np.array([local.get(self.nodes[v].parent, -1) for v in nodes]),
                                 np.array([self.nodes[v].reward_sum for v in nodes]) / np.maximum(visits, 1), visits,
                                 np.zeros(len(nodes)), np.array([self.nodes[v].terminal for v in nodes]))
-            for nid, a, n_leaves in zip(nodes, treerl_leaf_advantages(values), visits):
+            for nid, a, n_leaves in zip(nodes, per_node(values), visits):
                 if a != 0:
                     out[nid] = float(n_leaves * a / visits[0])
         return out
+
+    def treerl_branch_advantages(self) -> dict[int, float]:
+        """TreeRL's per-leaf credit (`treerl_leaf_advantages`) with every V the branch mean
+        (`trace_alloc.advantages.branch_values`) instead of the mean over the finished leaves: a fork placed below one
+        branch no longer pulls its ancestors' values, the root's included, toward that branch.
+        L(n), the √L weight and the parent segments are TreeRL's. On independent chains it is
+        the published credit exactly."""
+        return self._treerl_leaf_weights(treerl_branch_advantages)
 
     def tree_grpo_leaf_advantages(self) -> dict[int, float]:
         """Tree-GRPO as published (Ji et al. 2025): each finished leaf gets A = A_intra + A_inter,

@@ -48,7 +48,8 @@ class Config:
     trace_rollouts_per_tree: int = 2
     # The update's credit, one of ADVANTAGES: the published per-leaf credits "treerl-leaf"
     # (TreeRL's, the default) and "tree-grpo-leaf" (Tree-GRPO's), "grpo" (per rollout, reward
-    # minus its tree's mean), or "treerl" (per node, counted once: the committed runs' credit;
+    # minus its tree's mean), "treerl-branch" (TreeRL's with branch-mean values: README, "TreeRL's
+    # credit with branch means"), or "treerl" (per node, counted once: the committed runs' credit;
     # `--set advantage=treerl` reproduces them). results/credit/ has the measurements.
     advantage: str = "treerl-leaf"
     # The TRACE rows' turn embeddings: "hidden" (the mean hidden state, the committed run) or "sketch"
@@ -147,7 +148,8 @@ def evaluate(model, prompts: list, samples: int, table: torch.Tensor, task: Task
 
 # Per credit, the node weights A(n) of the update (forest.py says what each is).
 ADVANTAGES = {"treerl": Forest.advantages, "grpo": Forest.grpo_advantages,
-              "treerl-leaf": Forest.treerl_leaf_advantages, "tree-grpo-leaf": Forest.tree_grpo_leaf_advantages}
+              "treerl-leaf": Forest.treerl_leaf_advantages, "tree-grpo-leaf": Forest.tree_grpo_leaf_advantages,
+              "treerl-branch": Forest.treerl_branch_advantages}
 
 
 def node_weights(forest: Forest, advantage: str) -> dict[int, float]:

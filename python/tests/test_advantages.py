@@ -6,7 +6,7 @@ import pytest
 
 from trace_alloc import TraceAllocError, TreeValues
 from trace_alloc.advantages import (DEFAULT_METHOD, DEFAULT_SHARE, METHODS, SHARES, TreeAdvantages, compute_advantages,
-                                    segment_parents, treerl_node_advantages)
+                                    branch_values, segment_parents, treerl_node_advantages)
 from trace_alloc.tree import RolloutTree, TreeNode, trajectory
 
 #        0 (prompt)
@@ -152,6 +152,32 @@ def test_treerl_leaf_on_the_forked_tree_by_hand():
     # share="split" counts the node once instead: (2/15)/√3 in all.
     split = dict(zip((t.leaf for t in trajectories), adv.tokens(trajectories, share="split")))
     assert sum(split[leaf][0] for leaf in (5, 6, 8)) == pytest.approx((2 / 15) / math.sqrt(3), abs=1e-15)
+
+
+def test_treerl_branch_on_the_forked_tree_by_hand():
+    _, trajectories, values = forked_tree()
+    # Branch means: 4 = mean(5, 6, 8) = 2/3, and 1 (one child) the same; 3 = 7 = 1; the root the
+    # mean of its three first turns, (2/3 + 0 + 1)/3 = 5/9, where the leaves' mean is 3/5: the two
+    # forks at node 4 count once, as the one draw of the prompt's first turn that node 1 is.
+    np.testing.assert_allclose(branch_values(values), [5 / 9, 2 / 3, 0, 1, 2 / 3, 1, 0, 1, 1], rtol=0, atol=1e-15)
+    # A(n) = (GA + LA)/√L with those values; L and the parent segments are TreeRL's.
+    want = [0.0, (2 / 9) / math.sqrt(3), -10 / 9, 8 / 9, (2 / 9) / math.sqrt(3), 7 / 9, -11 / 9, 8 / 9, 7 / 9]
+    adv = compute_advantages("treerl-branch", trajectories, [values])
+    np.testing.assert_allclose(adv.node[0], want, rtol=0, atol=1e-15)
+    # A node with no finished rollout below it has no value and no credit; it does not enter its parent's mean.
+    cut = TreeValues("c", np.array([-1, 0, 0, 2]), np.array([1.0, 1.0, 0.0, 0.0]), np.array([1, 1, 0, 0]), np.zeros(4),
+                     np.array([False, True, False, False]))
+    assert branch_values(cut)[0] == 1.0 and np.isnan(branch_values(cut)[2:]).all()
+    np.testing.assert_allclose(compute_advantages("treerl-branch", [], [cut]).node[0], [0, 0, 0, 0], atol=0)
+
+
+def test_treerl_branch_is_treerl_leaf_on_chains():
+    # Independent chains: every first turn heads one unforked run, so each branch is one leaf.
+    parent = np.array([-1, 0, 0, 0, 1, 2, 3])
+    terminal = np.array([False, False, False, False, True, True, True])
+    values = TreeValues("c", parent, np.array([2 / 3, 1, 0, 1, 1, 0, 1]), np.array([3, 1, 1, 1, 1, 1, 1]), np.zeros(7), terminal)
+    np.testing.assert_array_equal(compute_advantages("treerl-branch", [], [values]).node[0],
+                                  compute_advantages("treerl-leaf", [], [values]).node[0])
 
 
 def test_tree_grpo_leaf_on_the_forked_tree_by_hand():

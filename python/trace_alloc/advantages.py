@@ -41,6 +41,23 @@ to the leaf, prefix and all), so a turn shared by L leaves is trained on L times
   undefined there (σ = 0), and the reference code's GRPO estimator would return the raw reward R
   for it, which is no group-relative advantage at all (its trees never have a single leaf).
 
+Beside them (not published; an option)
+--------------------------------------
+
+- `treerl-branch` — TreeRL's per-leaf credit above with every V a *branch mean* instead of the
+  mean of the node's leaves: a terminal node's outcome; an inner node's, the unweighted mean of
+  its children's branch means, over the children with a finished leaf below them. L(n), the √L
+  weight and the parent segments stay TreeRL's. Why: each child of a node is one draw of the
+  node's next turn (a rollout writes new nodes from where it starts), so the branch mean
+  estimates the node's value under the policy however the allocator spread its rollouts. The
+  leaf mean weighs a branch by the rollouts later started inside it: TRACE sends forks to
+  contested branches and, within them, toward the ones that succeeded, which pulls V(root) and
+  every ancestor's V toward those branches and so lowers every GA in the tree. TreeRL's own
+  search forks where the policy's entropy is high, not where outcomes were seen, so its leaf
+  means are not pulled toward the branches that succeeded. On independent chains (every
+  first turn heads one leaf) the two are the same number. Measured in examples/llm (its
+  README, "TreeRL's credit with branch means").
+
 Leaves are *finished* rollouts. A rollout the budget cut has no verifiable outcome: it is no
 leaf, counts in no V, L or group, and its tokens carry 0 (TreeRL scores a truncated response 0;
 ours were cut by our budget, not by the policy, so scoring them would punish the allocator's
@@ -82,7 +99,7 @@ from ._errors import TraceAllocError
 from ._values import TreeValues
 from .tree import Trajectory
 
-METHODS = ("treerl-leaf", "tree-grpo-leaf", "treerl", "tree-grpo", "tree-grpo-intra", "tree-grpo-inter")
+METHODS = ("treerl-leaf", "tree-grpo-leaf", "treerl-branch", "treerl", "tree-grpo", "tree-grpo-intra", "tree-grpo-inter")
 SHARES = ("repeat", "split")
 #: The credit `TreeRollout` and `trace_alloc.trl` use unless told otherwise: TreeRL's, as published.
 DEFAULT_METHOD = "treerl-leaf"
@@ -155,10 +172,13 @@ def segment_parents(parent: np.ndarray, leaves: np.ndarray) -> np.ndarray:
     return out
 
 
-def treerl_leaf_advantages(values: TreeValues) -> np.ndarray:
+def treerl_leaf_advantages(values: TreeValues, v: Optional[np.ndarray] = None) -> np.ndarray:
     """TreeRL as published: A(n) = (GA(n) + LA(n)) / √L(n), LA against n's parent segment, for
-    non-root nodes with L(n) > 0 finished leaves; 0 elsewhere (module docstring)."""
-    v, leaves = values.reward, values.visits
+    non-root nodes with L(n) > 0 finished leaves; 0 elsewhere (module docstring). `v`: the node
+    values V to use (float64, (nodes,)); default the mean outcome of each node's leaves,
+    `values.reward`."""
+    v = values.reward if v is None else v
+    leaves = values.visits
     out = np.zeros(values.nodes, dtype=np.float64)
     if values.nodes == 0 or leaves[0] == 0:
         return out
@@ -166,6 +186,33 @@ def treerl_leaf_advantages(values: TreeValues) -> np.ndarray:
     rows = np.flatnonzero((values.parent >= 0) & (leaves > 0))
     out[rows] = ((v[rows] - v[0]) + (v[rows] - v[segment[rows]])) / np.sqrt(leaves[rows].astype(np.float64))
     return out
+
+
+def branch_values(values: TreeValues) -> np.ndarray:
+    """Per node, the mean over its branches (float64, (nodes,)): a terminal node's outcome, an
+    inner node's the unweighted mean of its children's branch values over the children with a
+    finished rollout below them, NaN where no finished rollout is below the node. Each child of a
+    node is one draw of the node's next turn (a rollout writes new nodes from where it starts), so
+    this estimates the node's value under the policy however unevenly its branches were forked."""
+    total = np.zeros(values.nodes, dtype=np.float64)
+    count = np.zeros(values.nodes, dtype=np.int64)
+    out = np.full(values.nodes, np.nan)
+    for n in range(values.nodes - 1, -1, -1):  # parents come first, so every child is done before its parent
+        if values.terminal[n] and values.visits[n] > 0:
+            out[n] = values.reward[n]
+        elif count[n] > 0:
+            out[n] = total[n] / count[n]
+        p = int(values.parent[n])
+        if p >= 0 and not np.isnan(out[n]):
+            total[p] += out[n]
+            count[p] += 1
+    return out
+
+
+def treerl_branch_advantages(values: TreeValues) -> np.ndarray:
+    """TreeRL's per-leaf credit with every V the branch mean (`branch_values`) instead of the mean
+    of the node's leaves (module docstring, `treerl-branch`)."""
+    return treerl_leaf_advantages(values, np.nan_to_num(branch_values(values)))
 
 
 def _standardized(rewards: List[float]) -> List[float]:
@@ -203,8 +250,9 @@ def tree_grpo_advantages(trajectories: Sequence[Trajectory], intra: bool, inter:
 def compute_advantages(method: str, trajectories: Sequence[Trajectory], values: Sequence[TreeValues]) -> TreeAdvantages:
     """The advantages named `method` (one of METHODS) of a run's trajectories and trees (values
     as the service backed them up, one per tree in prompt order)."""
-    if method in ("treerl", "treerl-leaf"):
-        per_node = treerl_leaf_advantages if method == "treerl-leaf" else treerl_node_advantages
+    if method in ("treerl", "treerl-leaf", "treerl-branch"):
+        per_node = {"treerl-leaf": treerl_leaf_advantages, "treerl-branch": treerl_branch_advantages,
+                    "treerl": treerl_node_advantages}[method]
         node = tuple(per_node(v) for v in values)
         last = np.array([node[t.tree][t.leaf] for t in trajectories], dtype=np.float64)
         return TreeAdvantages(method, node, last)

@@ -81,6 +81,45 @@ export function treerlLeafUpdate(policy: TabularPolicy, f: LearnerForest, lr: nu
 }
 
 /**
+ * Per node, the mean over its branches: a terminal node's outcome, an inner node's unweighted
+ * mean of its children's branch values over the children with a finished rollout below them, NaN
+ * where none has. On plain trees every child is one draw of the node's next step (a rollout adds
+ * new nodes from where it starts), so this estimates the node's value under the policy however
+ * unevenly the allocator forked its branches (python/trace_alloc/advantages.py, `branch_values`).
+ */
+export function branchValues(f: LearnerForest): Float64Array {
+  const total = new Float64Array(f.size);
+  const count = new Float64Array(f.size);
+  const out = new Float64Array(f.size).fill(NaN);
+  for (let v = f.size - 1; v >= 0; v--) {
+    if (f.terminal[v] && f.visits[v] > 0) out[v] = f.value(v);
+    else if (count[v] > 0) out[v] = total[v] / count[v];
+    const p = f.parent[v];
+    if (p >= 0 && !Number.isNaN(out[v])) {
+      total[p] += out[v];
+      count[p] += 1;
+    }
+  }
+  return out;
+}
+
+/**
+ * TreeRL's per-leaf credit (`treerlLeafUpdate`) with every V the branch mean (`branchValues`)
+ * instead of the mean of the node's finished rollouts; L(n), √L and the parent segments are
+ * TreeRL's. Plain trees only: on trie trees a child holds several draws and would need weighing.
+ */
+export function treerlBranchUpdate(policy: TabularPolicy, f: LearnerForest, lr: number): void {
+  const value = branchValues(f);
+  const weight = new Float64Array(f.size);
+  for (let v = 0; v < f.size; v++) {
+    if (f.parent[v] < 0 || f.visits[v] === 0) continue;
+    const root = f.treeNodes[f.tree[v]][0];
+    weight[v] = Math.sqrt(f.visits[v]) * (value[v] - value[root] + value[v] - value[segmentParent(f, v)]) / f.visits[root];
+  }
+  ascend(policy, f, weight, lr);
+}
+
+/**
  * GRPO over each tree's finished rollouts: rollout i (ending at a terminal node, `visits` times
  * there) has advantage R_i − mean_tree R; every step on its path from the prompt gets it, and the
  * tree's sum is divided by its number of finished rollouts (the group mean of GRPO's loss).
