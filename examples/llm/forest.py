@@ -158,8 +158,9 @@ class Forest:
 
     def treerl_branch_advantages(self) -> dict[int, float]:
         """TreeRL's per-leaf credit (`treerl_leaf_advantages`) with every V the branch mean
-        (`trace_alloc.advantages.branch_values`) instead of the mean over the finished leaves: a fork placed below one
-        branch no longer pulls its ancestors' values, the root's included, toward that branch.
+        (`trace_alloc.advantages.branch_values`) instead of the mean over the finished leaves:
+        a fork placed below one branch no longer pulls its ancestors' values, the root's
+        included, toward that branch.
         L(n), the √L weight and the parent segments are TreeRL's. On independent chains it is
         the published credit exactly."""
         return self._treerl_leaf_weights(treerl_branch_advantages)

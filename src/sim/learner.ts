@@ -70,12 +70,17 @@ export function segmentParent(f: LearnerForest, v: number): number {
  * GRPO learner takes it).
  */
 export function treerlLeafUpdate(policy: TabularPolicy, f: LearnerForest, lr: number): void {
+  ascendTreerlLeaf(policy, f, (v) => f.value(v), lr);
+}
+
+/** The TreeRL per-leaf step with node values V = `value`: weight √L·(GA + LA) over the tree's rollouts. */
+function ascendTreerlLeaf(policy: TabularPolicy, f: LearnerForest, value: (v: number) => number, lr: number): void {
   const weight = new Float64Array(f.size);
   for (let v = 0; v < f.size; v++) {
     if (f.parent[v] < 0 || f.visits[v] === 0) continue;
     const root = f.treeNodes[f.tree[v]][0];
-    const value = f.value(v);
-    weight[v] = Math.sqrt(f.visits[v]) * (value - f.value(root) + value - f.value(segmentParent(f, v))) / f.visits[root];
+    const own = value(v);
+    weight[v] = Math.sqrt(f.visits[v]) * (own - value(root) + own - value(segmentParent(f, v))) / f.visits[root];
   }
   ascend(policy, f, weight, lr);
 }
@@ -110,13 +115,7 @@ export function branchValues(f: LearnerForest): Float64Array {
  */
 export function treerlBranchUpdate(policy: TabularPolicy, f: LearnerForest, lr: number): void {
   const value = branchValues(f);
-  const weight = new Float64Array(f.size);
-  for (let v = 0; v < f.size; v++) {
-    if (f.parent[v] < 0 || f.visits[v] === 0) continue;
-    const root = f.treeNodes[f.tree[v]][0];
-    weight[v] = Math.sqrt(f.visits[v]) * (value[v] - value[root] + value[v] - value[segmentParent(f, v)]) / f.visits[root];
-  }
-  ascend(policy, f, weight, lr);
+  ascendTreerlLeaf(policy, f, (v) => value[v], lr);
 }
 
 /**
