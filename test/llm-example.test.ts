@@ -500,15 +500,33 @@ describe.skipIf(!haveTorch && !required)('examples/llm: TRACE on token sketches 
       expect(trace.plan_budget_mismatches).toBe(0);
       expect(trace.service_stats!.nodes).toBe(trace.last_forest_nodes);
       expect(trace.last_forest_nodes!).toBeLessThanOrEqual(trace.last_forest_turns);
-      // Runs committed before these settings existed sent the plain forest and each turn's own
-      // entropy, prefilled every prefix and updated on carrier leaves, which compare.py, --resume
-      // and merge.py assume; uncertainty's default has moved since.
+      // Runs committed before these settings existed trained on the first credit ("treerl"), sent
+      // the plain forest and each turn's own entropy, prefilled every prefix and updated on
+      // carrier leaves, which compare.py, --resume and merge.py assume; the credit's and
+      // uncertainty's defaults have moved since, so --resume refuses such a folder under them.
       expectPythonOk(`import sys; sys.path.insert(0, ${JSON.stringify(`${root}examples/llm`)})
+from dataclasses import asdict
+from pathlib import Path
 from train import Config
 from report import LATER_SETTINGS
-assert LATER_SETTINGS == {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "fork_keep": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
+from run import resumable
+assert LATER_SETTINGS == {"advantage": "treerl", "forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "fork_keep": "", "prefix_cache": False, "update_rows": "leaves"}, LATER_SETTINGS
 assert Config().forest_view == "plain" and Config().uncertainty == "next" and Config().contest_gain == "" and Config().tree_floor == "" and Config().fork_keep == ""
-assert Config().prefix_cache is False and Config().update_rows == "leaves"
+assert Config().prefix_cache is False and Config().update_rows == "leaves" and Config().advantage == "treerl-branch"
+old = {k: v for k, v in asdict(Config()).items() if k not in LATER_SETTINGS}
+previous = {"command": "run.py", "machine": {}, "runs": [{"seed": 0, "sampler": "independent", "config": old}]}
+try:
+    resumable(previous, Config(uncertainty="turn"), Path("old"))
+    raise AssertionError("a folder older than the credit setting resumed under another credit")
+except SystemExit as e:
+    assert "(advantage: treerl there, treerl-branch here)" in str(e), e
+assert resumable(previous, Config(**LATER_SETTINGS), Path("old"))[0] == previous["runs"]
+recorded = {**previous, "runs": [{"seed": 0, "sampler": "independent", "config": {**asdict(Config()), "advantage": "treerl-leaf"}}]}
+try:
+    resumable(recorded, Config(), Path("leaf"))
+    raise AssertionError("a folder trained on treerl-leaf resumed under the default credit")
+except SystemExit as e:
+    assert "(advantage: treerl-leaf there, treerl-branch here)" in str(e), e
 print("ok")`);
       // A setting the example or the service refuses stops the run with a message naming it. The
       // contest gain, tree floor and fork keep reach the service with every plan, which refuses a

@@ -12,7 +12,7 @@ BASELINE = "independent"
 # Settings added to `train.Config` after runs were committed, at the value those runs had: a
 # results.json whose config lacks one was made with that value (uncertainty's default has since
 # moved to "next", with rule v5).
-LATER_SETTINGS = {"forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "fork_keep": "", "prefix_cache": False, "update_rows": "leaves"}
+LATER_SETTINGS = {"advantage": "treerl", "forest_view": "plain", "uncertainty": "turn", "contest_gain": "", "tree_floor": "", "fork_keep": "", "prefix_cache": False, "update_rows": "leaves"}
 
 
 def as_run(config: dict) -> dict:

@@ -46,12 +46,13 @@ class Config:
     eval_every: int = 10
     eval_samples: int = 16  # sampled episodes per prompt at each evaluation point (common random numbers)
     trace_rollouts_per_tree: int = 2
-    # The update's credit, one of ADVANTAGES: the published per-leaf credits "treerl-leaf"
-    # (TreeRL's, the default) and "tree-grpo-leaf" (Tree-GRPO's), "grpo" (per rollout, reward
-    # minus its tree's mean), "treerl-branch" (TreeRL's with branch-mean values: README, "TreeRL's
-    # credit with branch means"), or "treerl" (per node, counted once: the committed runs' credit;
-    # `--set advantage=treerl` reproduces them). results/credit/ has the measurements.
-    advantage: str = "treerl-leaf"
+    # The update's credit, one of ADVANTAGES: "treerl-branch" (the default: TreeRL's per-leaf
+    # credit with branch-mean values, README "TreeRL's credit with branch means"), the published
+    # per-leaf credits "treerl-leaf" (TreeRL's: most committed folders' credit) and
+    # "tree-grpo-leaf" (Tree-GRPO's), "grpo" (per rollout, reward minus its tree's mean), or
+    # "treerl" (per node, counted once: the first runs' credit). results/credit/ and
+    # results/branch-credit/ have the measurements.
+    advantage: str = "treerl-branch"
     # The TRACE rows' turn embeddings: "hidden" (the mean hidden state, the committed run) or "sketch"
     # (the turn's token sketch, trace_alloc.sketch: what a generator without hidden states gives).
     embedding: str = "hidden"
@@ -162,7 +163,7 @@ def node_weights(forest: Forest, advantage: str) -> dict[int, float]:
 UPDATE_ROWS = ("leaves", "trees", "auto")
 
 
-def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = "treerl-leaf",
+def policy_update(model, opt, forest: Forest, prompts: int, advantage: str = Config.advantage,
                   rows: str = "leaves") -> tuple[float, int]:
     """θ ← θ + lr·Adam(Σ_n A(n) ∇ log π(turn_n | prefix) / prompts); returns (loss, nodes used).
     `rows`: one of UPDATE_ROWS (`Config.update_rows`); the loss is the same sum either way (every

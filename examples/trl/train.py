@@ -15,7 +15,8 @@ pre-trained briefly on solved transcripts (examples/llm/model.py; nothing is dow
   that budget (continuous placement, `concurrency`), `num_generations` leaves per prompt
   returned, GRPO's own advantages;
 - `trace-treerl`: the same rollouts, trained with TreeRL's per-token tree advantages
-  (`TreeGRPOTrainer`, TreeRL's per-leaf credit as published: a node shared by L leaves weighs √L·A);
+  (`TreeGRPOTrainer`, `advantage`: the package's default, TreeRL's per-leaf credit on branch means,
+  a node shared by L leaves weighing √L·A; the committed runs used TreeRL's as published);
 - `trace@C`, `trace-treerl@C` (not in the default list): the same at concurrency C (an integer,
   or `round`: the round driver, 2 rollouts per tree per plan, each round waiting for all of its
   rollouts).
@@ -99,7 +100,9 @@ class Config:
     hidden: int = 64
     generator: str = "cached"  # every sampler's: "cached" (episodes.CachedTurns) or "hf" (HFTurnGenerator, model.generate)
     rule: str = ""  # the service's --rule; "" (the committed run): the library's default rule, whatever it is
-    advantage: str = "treerl-leaf"  # trace-treerl's credit (trace_alloc.advantages METHODS): TreeRL's per-leaf, as published
+    # trace-treerl's credit (trace_alloc.advantages METHODS): the package's default, TreeRL's per-leaf credit on
+    # branch means; "treerl-leaf" (TreeRL's as published) is what the committed runs recorded.
+    advantage: str = "treerl-branch"
     share: str = "repeat"  # and its spread over shared tokens (SHARES): each copy carries the leaf's full advantage
     # The tree samplers' TraceRolloutFunc budget_end: "finish" (rollouts running at a step's budget end run to
     # their end, the excess comes off the next steps' budgets) or "cut" (each step exact; the run before this one).
@@ -188,7 +191,7 @@ def run_sampler(name: str, cfg: Config, base_model, tok, dataset, prompts, budge
             return Budget(tokens=budgets[calls["n"] - 1])
 
         rule = ta.request("stats")["params"].get("rule")  # the rule the service plans with (results.json says which)
-        # The credit is named (TreeRL's, per leaf, as published), so the run reproduces whatever the package's defaults become.
+        # The credit is named (cfg.advantage, recorded in results.json), so the run reproduces whatever the package's defaults become.
         rollout = TraceRolloutFunc(ta, generate, env_step, prepare=prepare, dim=cfg.hidden, max_turn_tokens=MAX_TURN_TOKENS,
                                    budget=budget, attach_advantages=sampler_kind(name) == "trace-treerl", seed=cfg.seed,
                                    advantage=cfg.advantage, share=cfg.share, concurrency=concurrency_option(cfg, name),

@@ -203,9 +203,9 @@ def test_tree_grpo_leaf_on_the_forked_tree_by_hand():
     assert old[1] == pytest.approx((1 - 2 / 3) / math.sqrt(2 / 9) + (1 - 3 / 5) / math.sqrt(0.24), abs=1e-12)
 
 
-def test_the_defaults_are_the_published_credits():
+def test_the_defaults_are_treerl_on_branch_means_with_every_leaf_a_sample():
     assert DEFAULT_METHOD in METHODS and DEFAULT_SHARE in SHARES
-    assert (DEFAULT_METHOD, DEFAULT_SHARE) == ("treerl-leaf", "repeat")
+    assert (DEFAULT_METHOD, DEFAULT_SHARE) == ("treerl-branch", "repeat")
     import inspect
     from trace_alloc.driver import TreeRollout
     assert inspect.signature(TreeRollout.__init__).parameters["advantage"].default == DEFAULT_METHOD

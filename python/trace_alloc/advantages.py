@@ -1,8 +1,9 @@
-"""Tree advantages — TreeRL's and Tree-GRPO's as published, and the package's earlier forms —
-and their spread over the tokens of the trajectories a trainer trains on.
+"""Tree advantages — TreeRL's and Tree-GRPO's as published, TreeRL's on branch means (the
+default), and the package's earlier forms — and their spread over the tokens of the trajectories
+a trainer trains on.
 
-The published credits (the defaults, `DEFAULT_METHOD` and `DEFAULT_SHARE`)
----------------------------------------------------------------------------
+The published credits
+---------------------
 
 Both papers make every finished leaf of the tree one training sample (its path from the prompt
 to the leaf, prefix and all), so a turn shared by L leaves is trained on L times.
@@ -41,8 +42,8 @@ to the leaf, prefix and all), so a turn shared by L leaves is trained on L times
   undefined there (σ = 0), and the reference code's GRPO estimator would return the raw reward R
   for it, which is no group-relative advantage at all (its trees never have a single leaf).
 
-Beside them (not published; an option)
---------------------------------------
+The default (`DEFAULT_METHOD`): TreeRL's credit on branch means (not published)
+------------------------------------------------------------------------------
 
 - `treerl-branch` — TreeRL's per-leaf credit above with every V a *branch mean* instead of the
   mean of the node's leaves: a terminal node's outcome; an inner node's, the unweighted mean of
@@ -55,8 +56,7 @@ Beside them (not published; an option)
   every ancestor's V toward those branches and so lowers every GA in the tree. TreeRL's own
   search forks where the policy's entropy is high, not where outcomes were seen, so its leaf
   means are not pulled toward the branches that succeeded. On independent chains (every
-  first turn heads one leaf) the two are the same number. Measured in examples/llm (its
-  README, "TreeRL's credit with branch means").
+  first turn heads one leaf) the two are the same number.
 
 Leaves are *finished* rollouts. A rollout the budget cut has no verifiable outcome: it is no
 leaf, counts in no V, L or group, and its tokens carry 0 (TreeRL scores a truncated response 0;
@@ -79,12 +79,19 @@ The earlier forms (kept, exactly, so that runs made with them reproduce)
   of both, as above but with the population standard deviation, no 1e-6, and A = 0 where σ = 0.
 
 To reproduce a run made before the published credits became the default, pass
-`advantage="treerl"` and `share="split"`.
+`advantage="treerl"` and `share="split"`; one made while TreeRL's published credit was the
+default, `advantage="treerl-leaf"`.
 
-Why these defaults: measured on the repository's language-model example
-(examples/llm/results/credit/, tuning seeds), no credit trained separably better than the
-published TreeRL one in a 12-seed pilot (the earlier `treerl` 1.8 points below it, GRPO's
-per-rollout credit 0.3 above, both inside ±4–5 points), so the papers' form is the default.
+Why these defaults, measured on the repository's language-model example (examples/llm, its
+README, "TreeRL's credit with branch means"; final success, paired seeds, 95% intervals):
+- the per-leaf spread: in a 12-seed pilot on tuning seeds (examples/llm/results/credit/) no
+  credit trained separably better than TreeRL's published one (the earlier `treerl` 1.8 points
+  below it, GRPO's per-rollout credit 0.3 above, both inside ±4–5 points);
+- the branch means: with the library's default rule allocating, over 120 reported seeds they
+  trained separably better than TreeRL's leaf means on the calculator task (+1.5 [+0.2, +2.7]
+  points) and level on the cheap-fork recipe task (+0.4 [−0.8, +1.5]); on tuning seeds
+  +0.6 [−0.9, +2.0] (72 seeds) and −1.3 [−3.4, +0.9] (31). The published credit is one
+  argument away: `advantage="treerl-leaf"`.
 """
 from __future__ import annotations
 
@@ -101,8 +108,9 @@ from .tree import Trajectory
 
 METHODS = ("treerl-leaf", "tree-grpo-leaf", "treerl-branch", "treerl", "tree-grpo", "tree-grpo-intra", "tree-grpo-inter")
 SHARES = ("repeat", "split")
-#: The credit `TreeRollout` and `trace_alloc.trl` use unless told otherwise: TreeRL's, as published.
-DEFAULT_METHOD = "treerl-leaf"
+#: The credit `TreeRollout` and `trace_alloc.trl` use unless told otherwise: TreeRL's per-leaf credit
+#: on branch means (module docstring, "The default").
+DEFAULT_METHOD = "treerl-branch"
 #: The token spread `TreeAdvantages.tokens` uses unless told otherwise: every leaf a sample.
 DEFAULT_SHARE = "repeat"
 #: Added to a group's standard deviation by Tree-GRPO's reference code (its GRPO estimator).
