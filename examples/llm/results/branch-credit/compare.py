@@ -1,7 +1,9 @@
 """v5 trained on TreeRL's credit with branch means (`--set advantage=treerl-branch`) against
 independent chains and against v5 on TreeRL's published credit, on the reported seeds 0–119,
 paired by seed. Chains train identically under both credits (every first turn heads one leaf),
-so the chains rows are the committed ones.
+so the chains rows are the committed ones. A last table pairs v5 on branch means with the
+recipe task's other committed rows over the same 120 seeds (entropy forking and chains at 1.5×
+the tokens, `../replication/pool.py`'s folders).
 
     python3 examples/llm/results/branch-credit/compare.py
 
@@ -18,8 +20,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parent / "shared-prefixes"))
+from pair import pooled_finals, print_pairs  # noqa: E402
 from report import _mixed_ratio  # noqa: E402
 from stats import mean_interval  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent / "replication"))
+from pool import RECIPE_ROWS  # noqa: E402
 
 COMMITTED = {"calculator": [("next-uncertainty", "trace-v5"), ("replication/calculator", "trace")],
              "recipe": [("recipe-next-uncertainty", "trace-v5"), ("replication/recipe", "trace")]}
@@ -72,6 +79,12 @@ def main() -> None:
             dm = [100 * (r[a][s]["mean_success"] - r[b][s]["mean_success"]) for s in seeds]
             print("| %s − %s | %s | %s |" % (a, b, fmt(mean_interval(d)), fmt(mean_interval(dm))))
         print()
+    # The recipe task's other rows, as ../replication/pool.py pools them, beside v5 on branch means.
+    other = ((folder, {k: v for k, v in names.items() if v != "v5"}) for folder, names in RECIPE_ROWS)
+    final = pooled_finals((*other, ("branch-credit/recipe", {"trace": "v5, branch means"})))
+    if any(name == "v5, branch means" for name, _ in final):
+        print_pairs(final, (("v5, branch means", "chains"), ("entropy forking", "v5, branch means"),
+                            ("chains at 1.5× tokens", "v5, branch means")), "recipe task, final success")
 
 
 if __name__ == "__main__":
