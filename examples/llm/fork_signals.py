@@ -6,7 +6,8 @@ chain's. This module records the candidates beside every step of a tuning run, f
 
 - per tree, the finished fresh chains and finished forks: how many, how many succeeded, their
   generated tokens, and the depth of the nodes the forks started at (`tree_rollouts`);
-- under TreeRL's per-leaf credit (the example's default), the policy-gradient direction each
+- under TreeRL's per-leaf credit (`treerl-leaf`, tune.py's `--credit` default; recorded only
+  under it), the policy-gradient direction each
   kind of rollout gives: the fresh chains' leaves over their whole path, the forks' leaves over the
   turns the fork wrote, and the fresh leaves in two random halves; their cosines and norms
   (`gradient_signals`, four extra backward passes per step, no parameter changed).

@@ -90,8 +90,9 @@ README, "TreeRL's credit with branch means"; final success, paired seeds, 95% in
 - the branch means: with the library's default rule allocating, over 120 reported seeds they
   trained separably better than TreeRL's leaf means on the calculator task (+1.5 [+0.2, +2.7]
   points) and level on the cheap-fork recipe task (+0.4 [−0.8, +1.5]); on tuning seeds
-  +0.6 [−0.9, +2.0] (72 seeds) and −1.3 [−3.4, +0.9] (31). The published credit is one
-  argument away: `advantage="treerl-leaf"`.
+  +0.6 [−0.9, +2.0] (72 seeds) and −1.3 [−3.4, +0.9] (31), so the decision rests on reported
+  seeds that had been seen on the published credit first. The published credit is one argument
+  away: `advantage="treerl-leaf"`.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ independent chains and against v5 on TreeRL's published credit, on the reported 
 paired by seed. Chains train identically under both credits (every first turn heads one leaf),
 so the chains rows are the committed ones. A last table pairs v5 on branch means with the
 recipe task's other committed rows over the same 120 seeds (entropy forking and chains at 1.5×
-the tokens, `../replication/pool.py`'s folders).
+the tokens, `../replication/pool.py`'s folders; entropy forking trained on TreeRL's published
+credit, which its forked trees feel, so that row compares two credits as well as two samplers).
 
     python3 examples/llm/results/branch-credit/compare.py
 
