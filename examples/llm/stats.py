@@ -31,6 +31,13 @@ def mean_interval(xs: list[float]) -> dict:
     return {"mean": m, "ci95": [m - h, m + h], "n": n, "sd": sd}
 
 
+def signed(m: dict) -> str:
+    """A `mean_interval` of differences as "+m [+lo, +hi]", with " *" where the interval excludes 0
+    (separable)."""
+    lo, hi = m["ci95"]
+    return "%+.1f [%+.1f, %+.1f]%s" % (m["mean"], lo, hi, " *" if lo > 0 or hi < 0 else "")
+
+
 def paired(a: list[float], b: list[float]) -> dict:
     """a − b per seed (same seeds, same pre-trained policy), with its interval."""
     if len(a) != len(b):

@@ -94,7 +94,7 @@ function ascendTreerlLeaf(policy: TabularPolicy, f: LearnerForest, value: (v: nu
  */
 export function branchValues(f: LearnerForest): Float64Array {
   const total = new Float64Array(f.size);
-  const count = new Float64Array(f.size);
+  const count = new Int32Array(f.size);
   const out = new Float64Array(f.size).fill(NaN);
   for (let v = f.size - 1; v >= 0; v--) {
     if (f.terminal[v] && f.visits[v] > 0) out[v] = f.value(v);

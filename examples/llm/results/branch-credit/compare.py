@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE.parent / "shared-prefixes"))
 from pair import pooled_finals, print_pairs  # noqa: E402
 from report import _mixed_ratio  # noqa: E402
-from stats import mean_interval  # noqa: E402
+from stats import mean_interval, signed  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "replication"))
 from pool import RECIPE_ROWS  # noqa: E402
@@ -52,11 +52,6 @@ def rows(task: str) -> dict[str, dict[int, dict]]:
     return out
 
 
-def fmt(m: dict) -> str:
-    lo, hi = m["ci95"]
-    return "%+.1f [%+.1f, %+.1f]%s" % (m["mean"], lo, hi, " *" if lo > 0 or hi < 0 else "")
-
-
 def main() -> None:
     for task in ("calculator", "recipe"):
         r = rows(task)
@@ -78,7 +73,7 @@ def main() -> None:
         for a, b in (("v5, branch means", "chains"), ("v5, TreeRL's credit", "chains"), ("v5, branch means", "v5, TreeRL's credit")):
             d = [100 * (r[a][s]["final_success"] - r[b][s]["final_success"]) for s in seeds]
             dm = [100 * (r[a][s]["mean_success"] - r[b][s]["mean_success"]) for s in seeds]
-            print("| %s − %s | %s | %s |" % (a, b, fmt(mean_interval(d)), fmt(mean_interval(dm))))
+            print("| %s − %s | %s | %s |" % (a, b, signed(mean_interval(d)), signed(mean_interval(dm))))
         print()
     # The recipe task's other rows, as ../replication/pool.py pools them, beside v5 on branch means.
     other = ((folder, {k: v for k, v in names.items() if v != "v5"}) for folder, names in RECIPE_ROWS)

@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 from report import _mixed_ratio  # noqa: E402
-from stats import mean_interval  # noqa: E402
+from stats import mean_interval, signed  # noqa: E402
 
 
 def rows(folder: str, credit: str) -> dict[str, dict[int, dict]]:
@@ -34,11 +34,6 @@ def rows(folder: str, credit: str) -> dict[str, dict[int, dict]]:
     return out
 
 
-def fmt(m: dict) -> str:
-    lo, hi = m["ci95"]
-    return "%+.1f [%+.1f, %+.1f]%s" % (m["mean"], lo, hi, " *" if lo > 0 or hi < 0 else "")
-
-
 def line(label: str, a: dict[int, dict], b: dict[int, dict], timed: bool) -> str:
     seeds = sorted(set(a) & set(b))
     if len(seeds) < 2:
@@ -50,7 +45,7 @@ def line(label: str, a: dict[int, dict], b: dict[int, dict], timed: bool) -> str
     if timed:
         t = mean_interval([a[s]["step_s"] / b[s]["step_s"] for s in seeds])
         step = "%.2f [%.2f, %.2f]" % (t["mean"], *t["ci95"])
-    return "| %s | %d (%d–%d) | %s | %s | %s | %s |" % (label, len(seeds), seeds[0], seeds[-1], fmt(final), fmt(mean), mixed, step)
+    return "| %s | %d (%d–%d) | %s | %s | %s | %s |" % (label, len(seeds), seeds[0], seeds[-1], signed(final), signed(mean), mixed, step)
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
-from stats import mean_interval  # noqa: E402
+from stats import mean_interval, signed  # noqa: E402
 
 ORDER = ["maze", "navigation", "dependency", "toolagent", "twochoice", "midchoice", "mixed", "twoclean"]
 
@@ -25,9 +25,7 @@ def load(path: Path, learner: str) -> dict:
 
 
 def cell(a: dict, b: dict, env: str) -> str:
-    m = mean_interval([100 * (a[k] - b[k]) for k in a if k[0] == env and k in b])
-    lo, hi = m["ci95"]
-    return "%+.1f [%+.1f, %+.1f]%s" % (m["mean"], lo, hi, " *" if lo > 0 or hi < 0 else "")
+    return signed(mean_interval([100 * (a[k] - b[k]) for k in a if k[0] == env and k in b]))
 
 
 def table(title: str, v5: dict, chains: dict, v5b: dict, chainsb: dict) -> None:
